@@ -1,0 +1,70 @@
+// Package framework defines what an agent is: a named collection of filter and prioritize
+// functions serving one objective. The HTTP layer (package server) serves any Agent; agents
+// (packages under agents/) implement it and import nothing of each other or of the server.
+package framework
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+)
+
+// MaxScore is the highest score a prioritize function may give (kube-scheduler's
+// MaxExtenderPriority). The server clamps scores to [0, MaxScore].
+const MaxScore = extenderv1.MaxExtenderPriority
+
+// Agent is a collection of filter ("predicate") and prioritize ("priority") functions.
+// Function names are route names: a Filter named "x" is served at /scheduler/predicates/x and a
+// Prioritizer named "x" at /scheduler/priorities/x. Names must be unique among the agents
+// served by one process.
+type Agent interface {
+	Name() string
+	Filters() []Filter
+	Prioritizers() []Prioritizer
+}
+
+// Filter is a named filter function.
+type Filter struct {
+	Name string
+	Func FilterFunc
+}
+
+// Prioritizer is a named prioritize function.
+type Prioritizer struct {
+	Name string
+	Func PrioritizeFunc
+}
+
+// FilterFunc judges every node for pod and returns exactly one Verdict per node, in the order
+// of nodes. Nodes may come from a shared cache: a FilterFunc must not modify them.
+type FilterFunc func(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) []Verdict
+
+// PrioritizeFunc scores every node for pod and returns exactly one score per node, in the
+// order of nodes, each in [0, MaxScore]. Nodes must not be modified.
+type PrioritizeFunc func(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64
+
+// Verdict is a filter function's judgement of one node. The zero Verdict passes the node.
+type Verdict struct {
+	// Reason, when not empty, rejects the node; it is shown to users in the pod's events.
+	Reason string
+	// Unresolvable marks a rejection that preemption cannot fix
+	// (reported in FailedAndUnresolvableNodes instead of FailedNodes).
+	Unresolvable bool
+}
+
+// Passes reports whether the verdict lets the node through.
+func (v Verdict) Passes() bool { return v.Reason == "" }
+
+// Reject returns a verdict that rejects a node for reason; preemption may help.
+func Reject(reason string) Verdict { return Verdict{Reason: reason} }
+
+// RejectUnresolvable returns a verdict that rejects a node for reason; preemption cannot help.
+func RejectUnresolvable(reason string) Verdict { return Verdict{Reason: reason, Unresolvable: true} }
+
+// NodeLookup resolves node names to node objects. It serves requests from a scheduler
+// configured with nodeCacheCapable: true, which sends node names only. The returned node is
+// shared and must not be modified.
+type NodeLookup interface {
+	Node(name string) (*corev1.Node, bool)
+}

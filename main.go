@@ -1,0 +1,226 @@
+// Command extender serves the kube-scheduler extender protocol for the agents compiled into it.
+//
+// Each agent is compiled in by a build tag (go build -tags safe, -tags safe,congestion, or
+// -tags all); the build-tagged files next to this one (safe.go, congestion.go, pigeon.go,
+// template.go) each add one method to builtins, which is the whole registration. At run time
+// --agents (env AGENTS) chooses among the compiled-in agents, so one "all" image can play any
+// agent's sidecar.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/server"
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+// version is stamped at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
+}
+
+// builtins has one exported method per compiled-in agent, each defined in that agent's
+// build-tagged file and returning the agent's plugin.
+type builtins struct{}
+
+// plugin is what main knows of an agent: its name, its settings, its constructor.
+type plugin struct {
+	name string
+	// declare adds the agent's settings to s and returns its constructor, called once the
+	// settings are parsed if the agent is selected.
+	declare func(s *settings.Set) func(d deps) (framework.Agent, error)
+}
+
+// deps are what main hands to agents.
+type deps struct {
+	log *logrus.Entry
+	// cluster is the informer-backed view of the cluster, nil when the extender runs without
+	// cluster access.
+	cluster framework.Cluster
+}
+
+// compiledIn returns the plugins of the agents compiled into this binary, sorted by name.
+func compiledIn() []plugin {
+	v := reflect.ValueOf(builtins{})
+	out := make([]plugin, 0, v.NumMethod())
+	for i := 0; i < v.NumMethod(); i++ {
+		out = append(out, v.Method(i).Interface().(func() plugin)())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// config is the server's own configuration.
+type config struct {
+	listen       string
+	agents       string
+	logLevel     string
+	logFormat    string
+	maxBodyBytes int64
+}
+
+func (c *config) declare(s *settings.Set, compiled []string) {
+	s.String(&c.listen, "HTTP_PORT", "listen", ":8080",
+		"address to serve on: a port (5401) or host:port (127.0.0.1:5401)", checkListen)
+	s.String(&c.agents, "AGENTS", "agents", strings.Join(compiled, ","),
+		"comma-separated agents to serve, among those compiled in ("+strings.Join(compiled, ", ")+")", nil)
+	s.Enum(&c.logLevel, "LOG_LEVEL", "log-level", "INFO",
+		[]string{"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "ALERT"}, "log level")
+	s.Enum(&c.logFormat, "LOG_FORMAT", "log-format", "text", []string{"text", "json"}, "log format")
+	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
+		"largest request body accepted; larger ones get 413")
+}
+
+func checkListen(v string) error {
+	if _, err := strconv.ParseUint(v, 10, 16); err == nil {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return fmt.Errorf("%q is neither a port nor host:port", v)
+	}
+	return nil
+}
+
+func listenAddress(v string) string {
+	if _, err := strconv.ParseUint(v, 10, 16); err == nil {
+		return ":" + v
+	}
+	return v
+}
+
+// logLevels maps the original's level names onto logrus levels. ALERT, the original's most
+// severe level, keeps only fatal messages.
+var logLevels = map[string]logrus.Level{
+	"TRACE": logrus.TraceLevel, "DEBUG": logrus.DebugLevel, "INFO": logrus.InfoLevel,
+	"WARNING": logrus.WarnLevel, "ERROR": logrus.ErrorLevel, "ALERT": logrus.FatalLevel,
+}
+
+func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
+	plugins := compiledIn()
+	if len(plugins) == 0 {
+		fmt.Fprintln(stderr, "this extender was built without any agent; build it with one or more agent tags, "+
+			"for example: go build -tags safe . (tags: safe, congestion, pigeon, template, or all)")
+		return 2
+	}
+	var names []string
+	for _, p := range plugins {
+		names = append(names, p.name)
+	}
+
+	fs := flag.NewFlagSet("extender", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: extender [flags]\n\nServes the kube-scheduler extender protocol for the agents compiled in: %s.\n"+
+			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\nFlags:\n",
+			strings.Join(names, ", "))
+		fs.PrintDefaults()
+	}
+	set := settings.New(fs, getenv)
+	var cfg config
+	cfg.declare(set, names)
+	constructors := map[string]func(deps) (framework.Agent, error){}
+	for _, p := range plugins {
+		constructors[p.name] = p.declare(set)
+	}
+	if err := set.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+		return 2
+	}
+
+	log := logrus.New()
+	log.SetOutput(stderr)
+	log.SetLevel(logLevels[cfg.logLevel])
+	if cfg.logFormat == "json" {
+		log.SetFormatter(&logrus.JSONFormatter{})
+	} else {
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	}
+
+	selected, err := selectAgents(cfg.agents, names)
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration error:\ninvalid AGENTS (or --agents): %v\n", err)
+		return 2
+	}
+	var agents []framework.Agent
+	for _, name := range selected {
+		a, err := constructors[name](deps{log: log.WithField("agent", name)})
+		if err != nil {
+			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", name, err)
+			return 2
+		}
+		agents = append(agents, a)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handler, err := server.New(agents, server.Options{
+		Version:      version,
+		MaxBodyBytes: cfg.maxBodyBytes,
+		Log:          log,
+		Registry:     reg,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+		return 2
+	}
+
+	ln, err := net.Listen("tcp", listenAddress(cfg.listen))
+	if err != nil {
+		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.listen, err)
+		return 1
+	}
+	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ",")}).
+		Info("extender serving")
+	if err := server.Serve(ctx, ln, handler, log); err != nil {
+		log.Errorf("server stopped: %v", err)
+		return 1
+	}
+	log.Info("extender stopped")
+	return 0
+}
+
+// selectAgents parses the comma-separated list of agents to serve and checks each is compiled in.
+func selectAgents(list string, compiled []string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(compiled, name) {
+			return nil, fmt.Errorf("agent %q is not compiled into this binary (compiled in: %s)", name, strings.Join(compiled, ", "))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no agent selected (compiled in: %s)", strings.Join(compiled, ", "))
+	}
+	return out, nil
+}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the extender's Prometheus series, labelled by agent, function and verb.
+type metrics struct {
+	requests *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "extender_requests_total",
+			Help: "Extender requests served, by agent, function, verb and HTTP status code.",
+		}, []string{"agent", "function", "verb", "code"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "extender_request_errors_total",
+			Help: "Extender requests answered with an error: a status other than 200, or an Error in the result.",
+		}, []string{"agent", "function", "verb"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "extender_request_duration_seconds",
+			Help:    "Time to serve an extender request, from its headers to the end of the answer.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"agent", "function", "verb"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// routeMetrics are the series of one route, resolved once so that a request costs no label lookup
+// beyond its status code.
+type routeMetrics struct {
+	m                     *metrics
+	agent, function, verb string
+	ok                    prometheus.Counter
+	errors                prometheus.Counter
+	latency               prometheus.Observer
+}
+
+func (m *metrics) forRoute(agent, function, verb string) *routeMetrics {
+	return &routeMetrics{
+		m: m, agent: agent, function: function, verb: verb,
+		ok:      m.requests.WithLabelValues(agent, function, verb, "200"),
+		errors:  m.errors.WithLabelValues(agent, function, verb),
+		latency: m.latency.WithLabelValues(agent, function, verb),
+	}
+}
+
+func (r *routeMetrics) observe(status int, resultError bool, elapsed time.Duration) {
+	if status == 200 {
+		r.ok.Inc()
+	} else {
+		r.m.requests.WithLabelValues(r.agent, r.function, r.verb, strconv.Itoa(status)).Inc()
+	}
+	if status != 200 || resultError {
+		r.errors.Inc()
+	}
+	r.latency.Observe(elapsed.Seconds())
+}

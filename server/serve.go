@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"errors"
+	stdlog "log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Timeouts of the HTTP server. kube-scheduler gives an extender 5 s (httpTimeout) for a whole
+// call; reading a request and writing its answer must both fit in that.
+const (
+	ReadHeaderTimeout = 2 * time.Second
+	ReadTimeout       = 5 * time.Second
+	WriteTimeout      = 5 * time.Second
+	// IdleTimeout keeps the scheduler's keep-alive connections open between pods.
+	IdleTimeout = 2 * time.Minute
+	// ShutdownTimeout bounds the wait for requests in flight after SIGTERM.
+	ShutdownTimeout = 10 * time.Second
+	maxHeaderBytes  = 64 << 10
+)
+
+// Serve serves h on ln until ctx is done, then shuts down gracefully: it stops accepting, lets the
+// requests in flight finish (within ShutdownTimeout) and returns.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *logrus.Logger) error {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          newStdLogger(log),
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// newStdLogger routes net/http's own messages (TLS handshakes, header errors) to log at warning.
+func newStdLogger(log *logrus.Logger) *stdlog.Logger {
+	return stdlog.New(log.WriterLevel(logrus.WarnLevel), "http: ", 0)
+}

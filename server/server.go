@@ -1,0 +1,132 @@
+// Package server is the HTTP layer of the extender: it serves the kube-scheduler extender
+// protocol (k8s.io/kube-scheduler/extender/v1) for any set of framework.Agent values, and knows
+// nothing of any particular agent.
+//
+// Routes (compatible with deployments of the original design):
+//
+//	POST /scheduler/predicates/<filter>     ExtenderArgs -> ExtenderFilterResult
+//	POST /scheduler/priorities/<priority>   ExtenderArgs -> HostPriorityList
+//	POST /scheduler/bind                    ExtenderBindingArgs -> ExtenderBindingResult (not supported)
+//	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (echo)
+//	GET  /version, /healthz, /readyz, /metrics
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// DefaultMaxBodyBytes bounds a request body: enough for 5000 full Node objects of ~12 KiB.
+const DefaultMaxBodyBytes = 64 << 20
+
+// Options configures the handler returned by New.
+type Options struct {
+	// Version is served at /version.
+	Version string
+	// MaxBodyBytes bounds request bodies; larger ones get 413. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Lookup resolves node names for nodeCacheCapable requests. Nil means the extender runs
+	// without cluster access: such requests are answered with an error.
+	Lookup framework.NodeLookup
+	// Ready reports readiness at /readyz (for example: caches synced). Nil means always ready.
+	Ready func() bool
+	// Log receives one line per request at debug level, bodies at trace level, and errors.
+	Log *logrus.Logger
+	// Registry receives the extender's metrics and is served at /metrics. Nil: a new registry.
+	Registry *prometheus.Registry
+}
+
+// New returns the handler that serves agents. It fails when two functions of the same kind share
+// a name, when a name is empty, or when a function is nil.
+func New(agents []framework.Agent, opts Options) (http.Handler, error) {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Log == nil {
+		opts.Log = logrus.StandardLogger()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s := &srv{opts: opts, metrics: m}
+
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path))
+	})
+
+	filters, priorities := map[string]string{}, map[string]string{}
+	var names []string
+	for _, a := range agents {
+		names = append(names, a.Name())
+		for _, f := range a.Filters() {
+			if err := claim(filters, "filter", a.Name(), f.Name, f.Func == nil); err != nil {
+				return nil, err
+			}
+			r.Handle("/scheduler/predicates/"+f.Name, s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))).Methods(http.MethodPost)
+		}
+		for _, p := range a.Prioritizers() {
+			if err := claim(priorities, "prioritizer", a.Name(), p.Name, p.Func == nil); err != nil {
+				return nil, err
+			}
+			r.Handle("/scheduler/priorities/"+p.Name, s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))).Methods(http.MethodPost)
+		}
+	}
+	sort.Strings(names)
+	r.Handle("/scheduler/bind", s.verb("", "bind", "bind", http.HandlerFunc(s.bind))).Methods(http.MethodPost)
+	r.Handle("/scheduler/preemption", s.verb("", "preemption", "preempt", http.HandlerFunc(s.preempt))).Methods(http.MethodPost)
+
+	version, _ := json.Marshal(map[string]any{"version": opts.Version, "agents": names})
+	r.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
+		writeBody(w, http.StatusOK, append(version, '\n'))
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeText(w, http.StatusOK, "ok\n")
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if opts.Ready != nil && !opts.Ready() {
+			writeText(w, http.StatusServiceUnavailable, "not ready: cluster caches have not synced\n")
+			return
+		}
+		writeText(w, http.StatusOK, "ok\n")
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+
+	// The outermost layer turns a panic anywhere below, routing included, into a 500.
+	return recoverPanics(opts.Log, r), nil
+}
+
+func claim(seen map[string]string, kind, agent, name string, nilFunc bool) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("agent %q: a %s has an empty name", agent, kind)
+	case nilFunc:
+		return fmt.Errorf("agent %q: %s %q has no function", agent, kind, name)
+	case seen[name] != "":
+		return fmt.Errorf("agent %q: %s %q is already served by agent %q", agent, kind, name, seen[name])
+	}
+	seen[name] = agent
+	return nil
+}
+
+// srv holds what the verb handlers share.
+type srv struct {
+	opts    Options
+	metrics *metrics
+}
