@@ -33,6 +33,8 @@ type entry struct {
 	// raw is the value the flag was given on the command line, if any.
 	raw     string
 	flagSet bool
+	// explicit records, after Parse, that the flag or the variable gave the value.
+	explicit bool
 }
 
 // New returns an empty Set whose flags belong to fs and whose variables are read with getenv
@@ -183,6 +185,7 @@ func (s *Set) Parse(args []string) error {
 		if !ok {
 			continue
 		}
+		e.explicit = true
 		if err := e.set(raw); err != nil {
 			errs = append(errs, fmt.Errorf("invalid %s: %w", e.name(source), err))
 		}
@@ -198,4 +201,16 @@ func (e *entry) name(source string) string {
 		return fmt.Sprintf("%s (or --%s)", e.env, e.flag)
 	}
 	return fmt.Sprintf("--%s (or %s)", e.flag, e.env)
+}
+
+// Explicit reports, after Parse, whether the setting with environment variable env was given a
+// value by its flag or its variable (rather than left at its default). It lets a lower-priority
+// source, such as a configuration file, fill only the settings nobody set.
+func (s *Set) Explicit(env string) bool {
+	for _, e := range s.entries {
+		if e.env == env {
+			return e.explicit
+		}
+	}
+	return false
 }

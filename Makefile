@@ -1,0 +1,63 @@
+# The extender's build, test and demo entry points. See README.md.
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+AGENTS    := safe congestion pigeon template
+BIN       := bin
+FUZZTIME  ?= 15s
+
+.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test unit fuzz e2e lint images run bench bench-e2e clean
+
+all: build
+
+## build: the extender with every agent (bin/extender) and the node annotator
+build: build-annotator
+	CGO_ENABLED=0 $(GO) build -tags all -ldflags '$(LDFLAGS)' -o $(BIN)/extender .
+
+## build-<agent>: the extender with one agent (bin/extender-<agent>)
+$(addprefix build-,$(AGENTS)): build-%:
+	CGO_ENABLED=0 $(GO) build -tags $* -ldflags '$(LDFLAGS)' -o $(BIN)/extender-$* .
+
+build-annotator:
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/node-annotator ./cmd/node-annotator
+
+## test: every test: lint, unit tests (race detector on), a short fuzz run, end to end on a real control plane
+test: lint unit fuzz e2e
+
+unit:
+	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags all .
+
+## fuzz: a short run of the request fuzzer; FUZZTIME=10m make fuzz for a long one
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./server
+
+## e2e: builds etcd, kube-apiserver and kube-scheduler once (cached in .cache/), then runs them
+e2e:
+	cd e2e && $(GO) test -count=1 -timeout 60m ./...
+
+lint:
+	@out=$$(gofmt -l . e2e); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags all .
+	cd e2e && $(GO) vet ./...
+
+## images: one image per agent, one with all agents, one for the annotator (needs a Docker engine)
+images:
+	for a in $(AGENTS) all; do docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.$$a -t kube-sched-ext-$$a:$(VERSION) . || exit 1; done
+	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) .
+
+## run: the product on its embedded default: a local control plane, sample nodes and pods, every agent
+run:
+	cd e2e && $(GO) run ./cmd/demo
+
+## bench: Go benchmarks of every agent function through the HTTP handler
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-e2e: pods/s of kube-scheduler alone and with the extenders, side by side
+bench-e2e:
+	cd e2e && $(GO) run ./cmd/bench-e2e
+
+clean:
+	rm -rf $(BIN)
