@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// env returns a getenv over a fixed map.
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// Built without an agent tag (plain go test), the binary refuses to start and says how to build.
+func TestRunWithoutAgents(t *testing.T) {
+	if len(compiledIn()) > 0 {
+		t.Skip("agents compiled in; this test runs in a build without agent tags")
+	}
+	var out syncBuffer
+	if code := run(context.Background(), nil, env(), &out); code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	if !strings.Contains(out.String(), "go build -tags safe") {
+		t.Errorf("message %q does not say how to build", out.String())
+	}
+}
+
+func requireAgents(t *testing.T) {
+	if len(compiledIn()) == 0 {
+		t.Skip("no agent compiled in: run with -tags all")
+	}
+}
+
+func TestRunRejectsMisconfiguration(t *testing.T) {
+	requireAgents(t)
+	cases := []struct {
+		name string
+		args []string
+		env  func(string) (string, bool)
+		want string
+	}{
+		{"log level", nil, env("LOG_LEVEL", "LOUD"), "invalid LOG_LEVEL (or --log-level)"},
+		{"port", nil, env("HTTP_PORT", "eighty"), "invalid HTTP_PORT (or --listen)"},
+		{"flag wins and is named", []string{"--listen", "nowhere"}, env("HTTP_PORT", "5401"), "invalid --listen (or HTTP_PORT)"},
+		{"unknown agent", nil, env("AGENTS", "oracle"), `agent "oracle" is not compiled into this binary`},
+		{"no agent", []string{"--agents", " , "}, env(), "no agent selected"},
+		{"body limit", nil, env("MAX_BODY_BYTES", "-1"), "invalid MAX_BODY_BYTES"},
+		{"unknown flag", []string{"--frobnicate"}, env(), "flag provided but not defined"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncBuffer
+			if code := run(context.Background(), tc.args, tc.env, &out); code != 2 {
+				t.Errorf("exit code %d, want 2; output %s", code, out.String())
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("output %q lacks %q", out.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	requireAgents(t)
+	var out syncBuffer
+	if code := run(context.Background(), []string{"--help"}, env(), &out); code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	for _, want := range []string{"Usage: extender", "HTTP_PORT", "LOG_LEVEL", "AGENTS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %s", want)
+		}
+	}
+}
+
+// The binary serves, answers /version, and stops cleanly when its context ends (SIGTERM).
+func TestRunServesAndStops(t *testing.T) {
+	requireAgents(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"--listen", addr}, env("LOG_LEVEL", "DEBUG"), &out) }()
+
+	var body []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/version")
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), `"version":"dev"`) {
+		t.Errorf("/version = %q; log %s", body, out.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit code %d; log %s", code, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not stop after its context ended")
+	}
+	if !strings.Contains(out.String(), "extender stopped") {
+		t.Errorf("log lacks the stop line: %s", out.String())
+	}
+}

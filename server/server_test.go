@@ -1,0 +1,489 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// testAgent is an agent whose functions are driven by node labels, so a test states the
+// expected answer in the nodes it builds:
+//   - filter "label": rejects a node labelled reject=<reason>, and marks it unresolvable when
+//     it is also labelled unresolvable=true;
+//   - priority "label": the node's score label, parsed as an integer (may be out of range);
+//   - filter "panic" and priority "panic": panic;
+//   - filter "short": returns one verdict too few.
+type testAgent struct{}
+
+func (testAgent) Name() string { return "test" }
+
+func (testAgent) Filters() []framework.Filter {
+	return []framework.Filter{
+		{Name: "label", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+			out := make([]framework.Verdict, len(nodes))
+			for i, n := range nodes {
+				if r := n.Labels["reject"]; r != "" {
+					out[i] = framework.Verdict{Reason: r, Unresolvable: n.Labels["unresolvable"] == "true"}
+				}
+			}
+			return out
+		}},
+		{Name: "panic", Func: func(context.Context, *corev1.Pod, []*corev1.Node) []framework.Verdict {
+			panic("agent bug")
+		}},
+		{Name: "short", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+			return make([]framework.Verdict, max(len(nodes)-1, 0))
+		}},
+	}
+}
+
+func (testAgent) Prioritizers() []framework.Prioritizer {
+	return []framework.Prioritizer{
+		{Name: "label", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []int64 {
+			out := make([]int64, len(nodes))
+			for i, n := range nodes {
+				fmt.Sscan(n.Labels["score"], &out[i])
+			}
+			return out
+		}},
+		{Name: "panic", Func: func(context.Context, *corev1.Pod, []*corev1.Node) []int64 {
+			panic(fmt.Errorf("agent bug in prioritize"))
+		}},
+	}
+}
+
+// lookup is a NodeLookup over a fixed set of nodes.
+type lookup map[string]*corev1.Node
+
+func (l lookup) Node(name string) (*corev1.Node, bool) { n, ok := l[name]; return n, ok }
+
+func makeNode(name string, labels ...string) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	for i := 0; i+1 < len(labels); i += 2 {
+		n.Labels[labels[i]] = labels[i+1]
+	}
+	return n
+}
+
+func makePod() *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-p"}}
+}
+
+// sampleNodes: a passes with score 7, b is rejected (reason "too hot") with score 12 (clamped to
+// 10), c is rejected as unresolvable with score -3 (clamped to 0).
+func sampleNodes() []corev1.Node {
+	return []corev1.Node{
+		makeNode("a", "score", "7"),
+		makeNode("b", "reject", "too hot", "score", "12"),
+		makeNode("c", "reject", "no gpu", "unresolvable", "true", "score", "-3"),
+	}
+}
+
+type fixture struct {
+	t       testing.TB
+	handler http.Handler
+	reg     *prometheus.Registry
+	logs    *bytes.Buffer
+}
+
+func newFixture(t testing.TB, opts Options) *fixture {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	log := logrus.New()
+	log.SetOutput(logs)
+	log.SetLevel(logrus.DebugLevel)
+	opts.Log = log
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	h, err := New([]framework.Agent{testAgent{}}, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return &fixture{t: t, handler: h, reg: opts.Registry, logs: logs}
+}
+
+func (f *fixture) do(method, path, contentType string, body io.Reader) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, body)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	f.handler.ServeHTTP(rec, req)
+	return rec
+}
+
+func (f *fixture) post(path string, v any) *httptest.ResponseRecorder {
+	b, err := json.Marshal(v)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.do(http.MethodPost, path, "application/json", bytes.NewReader(b))
+}
+
+func fullArgs(nodes []corev1.Node) extenderv1.ExtenderArgs {
+	return extenderv1.ExtenderArgs{Pod: makePod(), Nodes: &corev1.NodeList{Items: nodes}}
+}
+
+func nameArgs(names ...string) extenderv1.ExtenderArgs {
+	return extenderv1.ExtenderArgs{Pod: makePod(), NodeNames: &names}
+}
+
+func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+	t.Helper()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d, body %s", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var v T
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatalf("decoding %s: %v", rec.Body, err)
+	}
+	return v
+}
+
+func errorOf(t *testing.T, rec *httptest.ResponseRecorder, status int) string {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	var e errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+		t.Fatalf("error body %q is not {\"Error\": ...}: %v", rec.Body, err)
+	}
+	return e.Error
+}
+
+func nodesLookup(nodes []corev1.Node) lookup {
+	l := lookup{}
+	for i := range nodes {
+		l[nodes[i].Name] = &nodes[i]
+	}
+	return l
+}
+
+func TestFilterFullNodes(t *testing.T) {
+	f := newFixture(t, Options{})
+	res := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/predicates/label", fullArgs(sampleNodes())))
+
+	if res.Nodes == nil || len(res.Nodes.Items) != 1 || res.Nodes.Items[0].Name != "a" {
+		t.Errorf("passing Nodes = %+v, want only a", res.Nodes)
+	}
+	if res.NodeNames != nil {
+		t.Errorf("NodeNames = %v, want nil for a full-node request", *res.NodeNames)
+	}
+	if diff := cmp.Diff(extenderv1.FailedNodesMap{"b": "too hot"}, res.FailedNodes); diff != "" {
+		t.Errorf("FailedNodes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(extenderv1.FailedNodesMap{"c": "no gpu"}, res.FailedAndUnresolvableNodes); diff != "" {
+		t.Errorf("FailedAndUnresolvableNodes (-want +got):\n%s", diff)
+	}
+	if res.Error != "" {
+		t.Errorf("Error = %q", res.Error)
+	}
+}
+
+// The same request as full nodes and as names (with a lookup) gets the same verdicts and scores.
+func TestBothFormsAgree(t *testing.T) {
+	nodes := sampleNodes()
+	f := newFixture(t, Options{Lookup: nodesLookup(nodes)})
+
+	full := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/predicates/label", fullArgs(nodes)))
+	named := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/predicates/label", nameArgs("a", "b", "c")))
+	if named.Nodes != nil || named.NodeNames == nil {
+		t.Fatalf("names request answered with Nodes=%v NodeNames=%v", named.Nodes, named.NodeNames)
+	}
+	var fullNames []string
+	for _, n := range full.Nodes.Items {
+		fullNames = append(fullNames, n.Name)
+	}
+	if diff := cmp.Diff(fullNames, *named.NodeNames); diff != "" {
+		t.Errorf("passing nodes differ (-full +names):\n%s", diff)
+	}
+	if diff := cmp.Diff(full.FailedNodes, named.FailedNodes); diff != "" {
+		t.Errorf("FailedNodes differ (-full +names):\n%s", diff)
+	}
+	if diff := cmp.Diff(full.FailedAndUnresolvableNodes, named.FailedAndUnresolvableNodes); diff != "" {
+		t.Errorf("FailedAndUnresolvableNodes differ (-full +names):\n%s", diff)
+	}
+
+	fullScores := decode[extenderv1.HostPriorityList](t, f.post("/scheduler/priorities/label", fullArgs(nodes)))
+	nameScores := decode[extenderv1.HostPriorityList](t, f.post("/scheduler/priorities/label", nameArgs("a", "b", "c")))
+	if diff := cmp.Diff(fullScores, nameScores); diff != "" {
+		t.Errorf("scores differ (-full +names):\n%s", diff)
+	}
+}
+
+func TestFilterNamesUnknownNode(t *testing.T) {
+	nodes := sampleNodes()
+	f := newFixture(t, Options{Lookup: nodesLookup(nodes)})
+	res := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/predicates/label", nameArgs("ghost", "a")))
+	if diff := cmp.Diff([]string{"a"}, *res.NodeNames); diff != "" {
+		t.Errorf("NodeNames (-want +got):\n%s", diff)
+	}
+	if got := res.FailedNodes["ghost"]; got != reasonUnknownNode {
+		t.Errorf("ghost reason = %q, want %q", got, reasonUnknownNode)
+	}
+}
+
+// Every node rejected: NodeNames must be an empty list, not nil (nil would make the scheduler
+// fall back to Nodes).
+func TestFilterAllRejectedNamesIsEmptyNotNil(t *testing.T) {
+	nodes := sampleNodes()
+	f := newFixture(t, Options{Lookup: nodesLookup(nodes)})
+	rec := f.post("/scheduler/predicates/label", nameArgs("b", "c"))
+	if !strings.Contains(rec.Body.String(), `"NodeNames":[]`) {
+		t.Errorf("body %s lacks an empty NodeNames list", rec.Body)
+	}
+}
+
+func TestNamesWithoutClusterAccess(t *testing.T) {
+	f := newFixture(t, Options{})
+	res := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/predicates/label", nameArgs("a")))
+	if !strings.Contains(res.Error, "without cluster access") {
+		t.Errorf("filter Error = %q, want it to say the extender runs without cluster access", res.Error)
+	}
+	msg := errorOf(t, f.post("/scheduler/priorities/label", nameArgs("a")), http.StatusServiceUnavailable)
+	if !strings.Contains(msg, "without cluster access") {
+		t.Errorf("prioritize error = %q", msg)
+	}
+}
+
+func TestPrioritize(t *testing.T) {
+	nodes := sampleNodes()
+	f := newFixture(t, Options{Lookup: nodesLookup(nodes)})
+	got := decode[extenderv1.HostPriorityList](t, f.post("/scheduler/priorities/label", nameArgs("c", "ghost", "b", "a")))
+	// One entry per input node, in input order; 12 clamps to 10, -3 to 0; unknown scores 0.
+	want := extenderv1.HostPriorityList{{Host: "c", Score: 0}, {Host: "ghost", Score: 0}, {Host: "b", Score: 10}, {Host: "a", Score: 7}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("priorities (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	f := newFixture(t, Options{MaxBodyBytes: 1 << 20})
+	valid, _ := json.Marshal(fullArgs(sampleNodes()))
+	cases := []struct {
+		name        string
+		method      string
+		path        string
+		contentType string
+		body        io.Reader
+		status      int
+		message     string
+	}{
+		{"malformed JSON", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader(`{"Pod": {`), 400, "decoding ExtenderArgs"},
+		{"wrong JSON type", "POST", "/scheduler/priorities/label", "application/json", strings.NewReader(`{"Pod": 5}`), 400, "decoding ExtenderArgs"},
+		{"empty body", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader(``), 400, "empty body"},
+		{"missing Pod", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader(`{"NodeNames": ["a"]}`), 400, "no Pod"},
+		{"no nodes at all", "POST", "/scheduler/priorities/label", "application/json", strings.NewReader(`{"Pod": {}}`), 400, "neither Nodes nor NodeNames"},
+		{"GET on a verb", "GET", "/scheduler/predicates/label", "", nil, 405, "method GET is not allowed"},
+		{"PUT on a verb", "PUT", "/scheduler/priorities/label", "application/json", bytes.NewReader(valid), 405, "not allowed"},
+		{"text/plain", "POST", "/scheduler/predicates/label", "text/plain", bytes.NewReader(valid), 415, "application/json"},
+		{"no content type", "POST", "/scheduler/priorities/label", "", bytes.NewReader(valid), 415, "application/json"},
+		{"unknown path", "POST", "/scheduler/predicates/nope", "application/json", bytes.NewReader(valid), 404, "no route"},
+		{"unknown verb", "POST", "/scheduler/filter", "application/json", bytes.NewReader(valid), 404, "no route"},
+		{"bind: malformed", "POST", "/scheduler/bind", "application/json", strings.NewReader(`[`), 400, "decoding ExtenderBindingArgs"},
+		{"preemption: no Pod", "POST", "/scheduler/preemption", "application/json", strings.NewReader(`{}`), 400, "no Pod"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := errorOf(t, f.do(tc.method, tc.path, tc.contentType, tc.body), tc.status)
+			if !strings.Contains(msg, tc.message) {
+				t.Errorf("message %q does not contain %q", msg, tc.message)
+			}
+			// The next request is served.
+			if rec := f.post("/scheduler/predicates/label", fullArgs(sampleNodes())); rec.Code != 200 {
+				t.Errorf("next request: status %d", rec.Code)
+			}
+		})
+	}
+}
+
+// A 100 MiB body is refused with 413, declared or chunked, on a real server, and the server
+// goes on serving.
+func TestBodyLimit(t *testing.T) {
+	f := newFixture(t, Options{MaxBodyBytes: 1 << 20})
+	ts := httptest.NewServer(f.handler)
+	defer ts.Close()
+	big := func() io.Reader {
+		// A syntactically plausible start, then 100 MiB of padding.
+		return io.MultiReader(strings.NewReader(`{"Pod":{},"NodeNames":["`), io.LimitReader(zeros{}, 100<<20))
+	}
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/scheduler/predicates/label", big())
+			req.Header.Set("Content-Type", "application/json")
+			if !chunked {
+				req.ContentLength = 100<<20 + 24
+			}
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				// The server may close the connection while the client is still sending; that
+				// is acceptable only if the answer was 413, which we cannot read then.
+				t.Fatalf("request failed before an answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "exceeds the limit") {
+				t.Errorf("status %d body %s, want 413", resp.StatusCode, body)
+			}
+			next, err := ts.Client().Post(ts.URL+"/scheduler/predicates/label", "application/json",
+				bytes.NewReader(mustJSON(t, fullArgs(sampleNodes()))))
+			if err != nil || next.StatusCode != 200 {
+				t.Fatalf("next request: %v %v", err, next)
+			}
+			next.Body.Close()
+		})
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPanicIsA500AndServingGoesOn(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, path := range []string{"/scheduler/predicates/panic", "/scheduler/priorities/panic"} {
+		msg := errorOf(t, f.post(path, fullArgs(sampleNodes())), http.StatusInternalServerError)
+		if !strings.Contains(msg, "agent bug") {
+			t.Errorf("%s: message %q lacks the panic's", path, msg)
+		}
+	}
+	if !strings.Contains(f.logs.String(), "goroutine") {
+		t.Errorf("the panic's stack was not logged: %s", f.logs)
+	}
+	if rec := f.post("/scheduler/predicates/label", fullArgs(sampleNodes())); rec.Code != 200 {
+		t.Errorf("after a panic: status %d", rec.Code)
+	}
+}
+
+func TestWrongVerdictCountIsA500(t *testing.T) {
+	f := newFixture(t, Options{})
+	msg := errorOf(t, f.post("/scheduler/predicates/short", fullArgs(sampleNodes())), http.StatusInternalServerError)
+	if !strings.Contains(msg, "2 verdicts for 3 nodes") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestBindIsNotSupported(t *testing.T) {
+	f := newFixture(t, Options{})
+	res := decode[extenderv1.ExtenderBindingResult](t, f.post("/scheduler/bind",
+		extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "ns", PodUID: "u", Node: "a"}))
+	if !strings.Contains(res.Error, "binding is not supported") {
+		t.Errorf("Error = %q", res.Error)
+	}
+}
+
+func TestPreemptionEchoesVictims(t *testing.T) {
+	f := newFixture(t, Options{})
+	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "v", UID: types.UID("uid-v")}}
+	full := decode[extenderv1.ExtenderPreemptionResult](t, f.post("/scheduler/preemption", extenderv1.ExtenderPreemptionArgs{
+		Pod:               makePod(),
+		NodeNameToVictims: map[string]*extenderv1.Victims{"a": {Pods: []*corev1.Pod{victim}, NumPDBViolations: 2}},
+	}))
+	want := map[string]*extenderv1.MetaVictims{"a": {Pods: []*extenderv1.MetaPod{{UID: "uid-v"}}, NumPDBViolations: 2}}
+	if diff := cmp.Diff(want, full.NodeNameToMetaVictims); diff != "" {
+		t.Errorf("from Victims (-want +got):\n%s", diff)
+	}
+	meta := decode[extenderv1.ExtenderPreemptionResult](t, f.post("/scheduler/preemption", extenderv1.ExtenderPreemptionArgs{
+		Pod: makePod(), NodeNameToMetaVictims: want,
+	}))
+	if diff := cmp.Diff(want, meta.NodeNameToMetaVictims); diff != "" {
+		t.Errorf("from MetaVictims (-want +got):\n%s", diff)
+	}
+}
+
+func TestInfoRoutes(t *testing.T) {
+	ready := false
+	f := newFixture(t, Options{Version: "v9.9.9", Ready: func() bool { return ready }})
+
+	rec := f.do("GET", "/version", "", nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"version":"v9.9.9"`) || !strings.Contains(rec.Body.String(), `"agents":["test"]`) {
+		t.Errorf("/version: %d %s", rec.Code, rec.Body)
+	}
+	if rec := f.do("GET", "/healthz", "", nil); rec.Code != 200 {
+		t.Errorf("/healthz: %d", rec.Code)
+	}
+	if rec := f.do("GET", "/readyz", "", nil); rec.Code != 503 {
+		t.Errorf("/readyz before sync: %d, want 503", rec.Code)
+	}
+	ready = true
+	if rec := f.do("GET", "/readyz", "", nil); rec.Code != 200 {
+		t.Errorf("/readyz after sync: %d", rec.Code)
+	}
+	if rec := f.do("POST", "/version", "application/json", nil); rec.Code != 405 {
+		t.Errorf("POST /version: %d, want 405", rec.Code)
+	}
+
+	f.post("/scheduler/predicates/label", fullArgs(sampleNodes()))
+	f.do("GET", "/scheduler/predicates/label", "", nil)
+	f.post("/scheduler/priorities/panic", fullArgs(sampleNodes()))
+	rec = f.do("GET", "/metrics", "", nil)
+	for _, want := range []string{
+		`extender_requests_total{agent="test",code="200",function="label",verb="filter"} 1`,
+		`extender_requests_total{agent="test",code="500",function="panic",verb="prioritize"} 1`,
+		`extender_request_errors_total{agent="test",function="panic",verb="prioritize"} 1`,
+		`extender_request_duration_seconds_count{agent="test",function="label",verb="filter"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestDebugLogLine(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.post("/scheduler/priorities/label", fullArgs(sampleNodes()))
+	line := f.logs.String()
+	for _, want := range []string{"agent=test", "function=label", "verb=prioritize", "pod=ns/p", "nodes=3", "duration="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("debug line %q lacks %s", line, want)
+		}
+	}
+	if strings.Contains(line, "Nodes") {
+		t.Errorf("body logged below trace level: %q", line)
+	}
+}
+
+type dupAgent struct{ testAgent }
+
+func (dupAgent) Name() string { return "dup" }
+
+func TestNewRejectsDuplicateNames(t *testing.T) {
+	_, err := New([]framework.Agent{testAgent{}, dupAgent{}}, Options{Log: logrus.New()})
+	if err == nil || !strings.Contains(err.Error(), `filter "label" is already served by agent "test"`) {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -1,0 +1,70 @@
+package settings
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+type values struct {
+	n   int
+	b   bool
+	d   time.Duration
+	s   string
+	e   string
+	f   float64
+	i64 int64
+}
+
+func declare(env map[string]string) (*Set, *values) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s := New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	v := &values{}
+	s.Int(&v.n, "N", "n", 5, 0, 100, "an int")
+	s.Bool(&v.b, "B", "b", false, "a bool")
+	s.Duration(&v.d, "D", "d", time.Minute, time.Second, time.Hour, "a duration")
+	s.String(&v.s, "S", "s", "x", "a string", nil)
+	s.Enum(&v.e, "E", "e", "ONE", []string{"ONE", "TWO"}, "an enum")
+	s.Float(&v.f, "F", "f", 0.5, 0, 1, "a float")
+	s.Int64(&v.i64, "I", "i", 7, 1, 10, "an int64")
+	return s, v
+}
+
+func TestDefaultsEnvAndFlags(t *testing.T) {
+	s, v := declare(map[string]string{"N": "42", "E": "two", "B": "true"})
+	if err := s.Parse([]string{"--n", "43", "--d", "5s"}); err != nil {
+		t.Fatal(err)
+	}
+	// The flag wins over N=42; E is matched case-insensitively and stored as declared.
+	want := values{n: 43, b: true, d: 5 * time.Second, s: "x", e: "TWO", f: 0.5, i64: 7}
+	if *v != want {
+		t.Errorf("got %+v, want %+v", *v, want)
+	}
+	if !s.Explicit("N") || !s.Explicit("D") || s.Explicit("S") || s.Explicit("NOPE") {
+		t.Errorf("Explicit: N=%v D=%v S=%v", s.Explicit("N"), s.Explicit("D"), s.Explicit("S"))
+	}
+}
+
+// Every bad value is reported, each naming its variable; none falls back to the default.
+func TestInvalidValuesAreAllReported(t *testing.T) {
+	s, _ := declare(map[string]string{"N": "abc", "B": "maybe", "D": "5", "E": "THREE", "F": "NaN", "I": "11"})
+	err := s.Parse([]string{"--n", "101"})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`invalid --n (or N): 101 is out of range [0, 100]`,
+		`invalid B (or --b): "maybe" is not true or false`,
+		`invalid D (or --d): "5" is not a duration`,
+		`invalid E (or --e): "THREE" is not one of ONE, TWO`,
+		`invalid F (or --f): "NaN" is not a number`,
+		`invalid I (or --i): 11 is out of range [1, 10]`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
