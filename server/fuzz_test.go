@@ -12,7 +12,8 @@ import (
 // FuzzServe sends arbitrary bodies to the filter and prioritize routes, in both request forms,
 // and checks the contract: never a 500 from well-behaved agents, only 200/400/413, and a 200
 // answer that accounts for every input node exactly once (filter) or scores each input node
-// once in [0, 10] (prioritize).
+// once in [0, 10] (prioritize). Fields that no agent reads are skipped, not type-checked, so a
+// body that encoding/json rejects only for such a field may get a 200; it must be valid JSON.
 //
 // make test runs it briefly; for a long run: go test -run '^$' -fuzz FuzzServe -fuzztime 10m ./server
 func FuzzServe(f *testing.F) {
@@ -43,7 +44,12 @@ func FuzzServe(f *testing.F) {
 		}
 		var args extenderv1.ExtenderArgs
 		if err := json.Unmarshal(body, &args); err != nil {
-			t.Fatalf("answered 200 to a body that does not decode: %v", err)
+			// The lean decoder does not type-check fields no agent reads (a list's metadata,
+			// a node's images): such a body may be served, but it must be valid JSON.
+			if !json.Valid(body) {
+				t.Fatalf("answered 200 to invalid JSON %q", body)
+			}
+			return
 		}
 		var input []string
 		if args.Nodes != nil {

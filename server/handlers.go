@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	jsoniter "github.com/json-iterator/go"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -23,8 +24,8 @@ type candidates struct {
 	names []string
 	// nodes[i] is the node called names[i], or nil when the lookup does not know it.
 	nodes []*corev1.Node
-	// full tells that the request carried Node objects (and wants them back), not names.
-	full bool
+	// raw[i], for a full-node filter request, is the JSON node i came in (echoed in the answer).
+	raw []jsoniter.RawMessage
 }
 
 // known returns the resolved nodes, in order, and for each its index in names.
@@ -42,7 +43,8 @@ func (c *candidates) known() ([]*corev1.Node, []int) {
 
 // parseArgs reads and decodes ExtenderArgs and resolves its nodes. On failure it has answered:
 // a status error, or, when cluster access is missing, the result that noAccess builds.
-func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, noAccess func(string)) (*corev1.Pod, *candidates, bool) {
+// keepRaw keeps, for a full-node request, each node's JSON (see candidates.raw).
+func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, keepRaw bool, noAccess func(string)) (*corev1.Pod, *candidates, bool) {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	if !readBody(w, req, s.opts.MaxBodyBytes, buf) {
@@ -51,28 +53,38 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, noAccess func(
 	if s.opts.Log.IsLevelEnabled(logrus.TraceLevel) {
 		s.opts.Log.WithField("path", req.URL.Path).Trace("request body: ", buf.String())
 	}
-	var args extenderv1.ExtenderArgs
-	if !decodeJSON(w, buf.Bytes(), &args, "ExtenderArgs") {
-		return nil, nil, false
-	}
-	if args.Pod == nil {
-		writeError(w, http.StatusBadRequest, "decoding ExtenderArgs: the request has no Pod")
+	// decodeArgs keeps no reference to buf's bytes except the raw node items: copy those
+	// before buf returns to the pool.
+	args, err := decodeArgs(buf.Bytes(), keepRaw)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "decoding ExtenderArgs: "+err.Error())
 		return nil, nil, false
 	}
 	c := &candidates{}
 	switch {
-	case args.Nodes != nil:
-		c.full = true
-		c.names = make([]string, len(args.Nodes.Items))
-		c.nodes = make([]*corev1.Node, len(args.Nodes.Items))
-		for i := range args.Nodes.Items {
-			c.nodes[i] = &args.Nodes.Items[i]
-			c.names[i] = c.nodes[i].Name
+	case args.full && keepRaw:
+		c.raw = make([]jsoniter.RawMessage, len(args.raw))
+		owned := make([]byte, 0, totalLen(args.raw))
+		c.names = make([]string, len(args.nodes))
+		c.nodes = make([]*corev1.Node, len(args.nodes))
+		for i := range args.nodes {
+			start := len(owned)
+			owned = append(owned, args.raw[i]...)
+			c.raw[i] = owned[start:len(owned):len(owned)]
+			c.nodes[i] = &args.nodes[i]
+			c.names[i] = args.nodes[i].Name
 		}
-	case args.NodeNames != nil:
-		c.names = *args.NodeNames
-		note(w, podKey(args.Pod), len(c.names))
+	case args.full:
+		c.names = make([]string, len(args.nodes))
+		c.nodes = make([]*corev1.Node, len(args.nodes))
+		for i := range args.nodes {
+			c.nodes[i] = &args.nodes[i]
+			c.names[i] = args.nodes[i].Name
+		}
+	default:
+		c.names = args.names
 		if s.opts.Lookup == nil {
+			note(w, podKey(args.pod), len(c.names))
 			noAccess(errNoClusterAccess)
 			return nil, nil, false
 		}
@@ -82,17 +94,22 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, noAccess func(
 				c.nodes[i] = n
 			}
 		}
-	default:
-		writeError(w, http.StatusBadRequest, "decoding ExtenderArgs: the request has neither Nodes nor NodeNames")
-		return nil, nil, false
 	}
-	note(w, podKey(args.Pod), len(c.names))
-	return args.Pod, c, true
+	note(w, podKey(args.pod), len(c.names))
+	return args.pod, c, true
+}
+
+func totalLen(raws []jsoniter.RawMessage) int {
+	n := 0
+	for _, r := range raws {
+		n += len(r)
+	}
+	return n
 }
 
 func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		pod, c, ok := s.parseArgs(w, req, func(msg string) {
+		pod, c, ok := s.parseArgs(w, req, true, func(msg string) {
 			noteResultError(w, msg)
 			writeJSON(w, &extenderv1.ExtenderFilterResult{Error: msg})
 		})
@@ -106,13 +123,30 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 				fmt.Sprintf("filter returned %d verdicts for %d nodes", len(verdicts), len(nodes)))
 			return
 		}
-		writeJSON(w, filterResult(c, verdicts, index))
+		res, pass := filterResult(c, verdicts, index)
+		if c.raw == nil {
+			writeJSON(w, res)
+			return
+		}
+		kept := make([]jsoniter.RawMessage, 0, len(pass))
+		for _, i := range pass {
+			kept = append(kept, c.raw[i])
+		}
+		buf := getBuffer()
+		defer putBuffer(buf)
+		if err := appendFilterResult(buf, kept, res); err != nil {
+			writeError(w, http.StatusInternalServerError, "encoding answer: "+err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		writeBody(w, http.StatusOK, buf.Bytes())
 	})
 }
 
-// filterResult builds the answer in the form of the request: passing nodes as Node objects or
-// names, and every rejected node with its reason.
-func filterResult(c *candidates, verdicts []framework.Verdict, index []int) *extenderv1.ExtenderFilterResult {
+// filterResult sorts the nodes into passing and rejected (with reasons). For a names request
+// the result lists the passing names; for a full-node request the caller adds the passing
+// nodes, whose indexes pass returns.
+func filterResult(c *candidates, verdicts []framework.Verdict, index []int) (*extenderv1.ExtenderFilterResult, []int) {
 	res := &extenderv1.ExtenderFilterResult{}
 	failed := func(name, reason string, unresolvable bool) {
 		if unresolvable {
@@ -127,43 +161,32 @@ func filterResult(c *candidates, verdicts []framework.Verdict, index []int) *ext
 		}
 		res.FailedNodes[name] = reason
 	}
-	pass := make([]bool, len(c.names))
-	for k, v := range verdicts {
-		i := index[k]
-		if v.Passes() {
-			pass[i] = true
-		} else {
-			failed(c.names[i], v.Reason, v.Unresolvable)
-		}
-	}
 	for i, n := range c.nodes {
 		if n == nil {
 			failed(c.names[i], reasonUnknownNode, false)
 		}
 	}
-	if c.full {
-		list := &corev1.NodeList{Items: make([]corev1.Node, 0, len(verdicts))}
-		for i, ok := range pass {
-			if ok {
-				list.Items = append(list.Items, *c.nodes[i])
-			}
+	pass := make([]int, 0, len(verdicts))
+	for k, v := range verdicts {
+		if v.Passes() {
+			pass = append(pass, index[k])
+		} else {
+			failed(c.names[index[k]], v.Reason, v.Unresolvable)
 		}
-		res.Nodes = list
-	} else {
-		names := make([]string, 0, len(verdicts))
-		for i, ok := range pass {
-			if ok {
-				names = append(names, c.names[i])
-			}
+	}
+	if c.raw == nil {
+		names := make([]string, len(pass))
+		for k, i := range pass {
+			names[k] = c.names[i]
 		}
 		res.NodeNames = &names
 	}
-	return res
+	return res, pass
 }
 
 func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		pod, c, ok := s.parseArgs(w, req, func(msg string) {
+		pod, c, ok := s.parseArgs(w, req, false, func(msg string) {
 			// A HostPriorityList has no error field: the error must be a status.
 			writeError(w, http.StatusServiceUnavailable, msg)
 		})
