@@ -1,0 +1,191 @@
+// Package pigeon is the pigeon agent: the priority pigeon-holing ranks nodes by how placing the
+// pod there changes a cluster-wide objective: adaptive bin packing (A_BINPACK), load balancing
+// (LOAD_BALANCE) or consolidation (CONSOLIDATE), over up to five resources. A_BINPACK follows
+// A. N. Tantawi and M. Steinder, "Autonomic Cloud Placement of Mixed Workload: An Adaptive Bin
+// Packing Algorithm", IEEE ICAC 2019: it keeps the variation of node utilizations close to the
+// variation of pod demands, so that a stream of similar pods spreads and a mixed stream packs.
+// See README.md for the model and the formulas.
+package pigeon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// Name is the agent's name and build tag.
+const Name = "pigeon"
+
+// PriorityPigeonHoling is the priority's name: the route /scheduler/priorities/pigeon-holing.
+const PriorityPigeonHoling = "pigeon-holing"
+
+// maxScore is the best score.
+const maxScore = framework.MaxScore
+
+// Agent is the pigeon agent. It is safe for concurrent use.
+type Agent struct {
+	cfg Config
+	res resources
+	// cluster, when not nil, gives node usage and the system of nodes; nil means the agent
+	// reads usage from node annotations and the system is the request's nodes.
+	cluster framework.Cluster
+	log     *logrus.Entry
+
+	mu sync.Mutex
+	// stats are the demand statistics of the pods seen, each counted once by key in seen.
+	stats demandStats
+	seen  *seenSet
+	// seeded tells that stats hold the cluster's pods already.
+	seeded bool
+}
+
+var _ framework.Agent = (*Agent)(nil)
+
+// New returns the agent for cfg. cluster may be nil (no cluster access); log may be nil (no
+// logging).
+func New(cfg Config, cluster framework.Cluster, log *logrus.Entry) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid pigeon config: %w", err)
+	}
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = logrus.NewEntry(l)
+	}
+	a := &Agent{cfg: cfg, res: newResources(cfg), cluster: cluster, log: log, seen: newSeenSet(seenBound)}
+	log.WithFields(logrus.Fields{
+		"objective": cfg.Objective, "resources": a.res.names[:cfg.NumResources],
+		"primeResource": a.res.names[cfg.ResourceIndex], "clusterAccess": cluster != nil,
+	}).Info("pigeon agent configured")
+	return a, nil
+}
+
+// Name implements framework.Agent.
+func (a *Agent) Name() string { return Name }
+
+// Filters implements framework.Agent: the agent has none.
+func (a *Agent) Filters() []framework.Filter { return nil }
+
+// Prioritizers implements framework.Agent.
+func (a *Agent) Prioritizers() []framework.Prioritizer {
+	return []framework.Prioritizer{{Name: PriorityPigeonHoling, Func: a.prioritize}}
+}
+
+// prioritize scores each node by the objective's value with the pod placed on it: 10 for the
+// best fitting node, 1 for the worst, 0 for a node where the pod does not fit.
+func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64 {
+	m := a.cfg.NumResources
+	demand := a.res.demand(pod)
+	synced := a.cluster != nil && a.cluster.HasSynced()
+	stats := a.observe(pod, &demand, synced)
+	sys, cands := a.gather(nodes, synced)
+	avgCap := averageCapacity(m, sys)
+	demandCV := stats.coefVar(m, &avgCap)
+	values, fit := evaluate(a.cfg.Objective, m, a.cfg.ResourceIndex, sys, cands, &demand, demandCV)
+	out := scores(values, fit)
+	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		best := ""
+		for i, s := range out {
+			if s == maxScore {
+				best = nodes[i].Name
+				break
+			}
+		}
+		a.log.WithFields(logrus.Fields{
+			"pod": pod.Namespace + "/" + pod.Name, "objective": a.cfg.Objective, "systemNodes": len(sys),
+			"candidates": len(nodes), "demandCV": demandCV, "podsSeen": stats.count, "best": best,
+		}).Debug("pigeon-holing scored")
+	}
+	return out
+}
+
+// podKey identifies a pod for counting it once: its UID, or namespace/name when it has none.
+func podKey(p *corev1.Pod) string {
+	if p.UID != "" {
+		return string(p.UID)
+	}
+	return p.Namespace + "/" + p.Name
+}
+
+// observe enters the pod's demand into the statistics unless it was seen already, seeding them
+// first from the cluster's pods when the cluster has synced, and returns a copy of them.
+func (a *Agent) observe(pod *corev1.Pod, demand *vec, synced bool) demandStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if synced && !a.seeded {
+		a.seedLocked()
+	}
+	if a.seen.add(podKey(pod)) {
+		a.stats.add(a.cfg.NumResources, demand)
+	}
+	return a.stats
+}
+
+// seedLocked enters the demands of the cluster's pods: bound ones first, then pending ones, so
+// that the pending pods, which the scheduler will ask about, are the last the bounded seen set
+// forgets.
+func (a *Agent) seedLocked() {
+	a.seeded = true
+	pods := a.cluster.Pods()
+	n := 0
+	for pass := 0; pass < 2; pass++ {
+		for _, p := range pods {
+			if (p.Spec.NodeName == "") != (pass == 1) {
+				continue
+			}
+			if a.seen.add(podKey(p)) {
+				d := a.res.demand(p)
+				a.stats.add(a.cfg.NumResources, &d)
+				n++
+			}
+		}
+	}
+	a.log.WithField("pods", n).Info("pigeon demand statistics seeded from the cluster")
+}
+
+// gather returns the system of nodes and the request's nodes as candidates. With a synced
+// cluster, the system is every schedulable node of the cache, with usage from the cache; a
+// candidate the system does not hold is described by its own object. Otherwise the system is
+// the request's nodes, with usage from their requested-* annotations.
+func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candidate) {
+	cands := make([]candidate, len(nodes))
+	if !synced {
+		sys := make([]nodeState, len(nodes))
+		for i, n := range nodes {
+			use, bad := a.res.fromAnnotations(n)
+			if bad >= 0 && a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+				a.log.WithFields(logrus.Fields{"node": n.Name, "annotation": usageAnnotations[bad]}).
+					Debug("node annotation is not a number >= 0; counted as 0")
+			}
+			sys[i] = nodeState{capacity: a.res.capacity(n), use: use}
+			cands[i] = candidate{index: i}
+		}
+		return sys, cands
+	}
+	all := a.cluster.Nodes()
+	sys := make([]nodeState, 0, len(all))
+	index := make(map[string]int, len(all))
+	for _, n := range all {
+		if n.Spec.Unschedulable {
+			continue
+		}
+		index[n.Name] = len(sys)
+		sys = append(sys, nodeState{capacity: a.res.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
+	}
+	for i, n := range nodes {
+		if k, ok := index[n.Name]; ok {
+			cands[i] = candidate{index: k}
+			continue
+		}
+		cands[i] = candidate{index: -1, node: nodeState{
+			capacity: a.res.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name)),
+		}}
+	}
+	return sys, cands
+}
