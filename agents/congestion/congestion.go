@@ -1,0 +1,109 @@
+// Package congestion is the congestion agent: a priority that prefers the nodes whose
+// congestion factor, an integer annotation written by a node annotator, is low. See README.md.
+package congestion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+// Name is the agent's name and build tag.
+const Name = "congestion"
+
+// PriorityCongestion is the priority's name: the route /scheduler/priorities/congestion.
+const PriorityCongestion = "congestion"
+
+// Annotation is the node annotation holding the node's congestion factor, an integer.
+const Annotation = "congestion-factor"
+
+// DefaultFactorMax is the default of CONGESTION_FACTOR_MAX.
+const DefaultFactorMax = 100
+
+// Config holds the agent's settings.
+type Config struct {
+	// FactorMax is M: the congestion factor at and above which a node scores 0
+	// (CONGESTION_FACTOR_MAX, an integer > 0).
+	FactorMax int
+}
+
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config { return Config{FactorMax: DefaultFactorMax} }
+
+// Declare adds the agent's settings, with their defaults, to s.
+func (c *Config) Declare(s *settings.Set) {
+	s.Int(&c.FactorMax, "CONGESTION_FACTOR_MAX", "congestion-factor-max", DefaultFactorMax, 1, math.MaxInt32,
+		"congestion agent: congestion factor M at and above which a node scores 0 (integer 1..2147483647)")
+}
+
+// Validate reports every setting out of its range, each named by its variable.
+func (c Config) Validate() error {
+	var errs []error
+	if c.FactorMax < 1 || c.FactorMax > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("CONGESTION_FACTOR_MAX: %d is out of range [1, %d]", c.FactorMax, math.MaxInt32))
+	}
+	return errors.Join(errs...)
+}
+
+// Agent is the congestion agent. It keeps no state between calls: it is safe for concurrent use.
+type Agent struct {
+	m int64
+}
+
+var _ framework.Agent = (*Agent)(nil)
+
+// New returns the agent for cfg.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid congestion config: %w", err)
+	}
+	return &Agent{m: int64(cfg.FactorMax)}, nil
+}
+
+// Name implements framework.Agent.
+func (a *Agent) Name() string { return Name }
+
+// Filters implements framework.Agent: the agent has none.
+func (a *Agent) Filters() []framework.Filter { return nil }
+
+// Prioritizers implements framework.Agent.
+func (a *Agent) Prioritizers() []framework.Prioritizer {
+	return []framework.Prioritizer{{Name: PriorityCongestion, Func: a.score}}
+}
+
+// score gives each node Score(factor, M), factor read by Factor.
+func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []int64 {
+	out := make([]int64, len(nodes))
+	for i, n := range nodes {
+		out[i] = Score(Factor(n.Annotations), a.m)
+	}
+	return out
+}
+
+// Factor reads the congestion factor from a node's annotations: the integer in Annotation
+// (surrounding spaces allowed), or 0 when it is missing, not an integer, or not positive. An
+// integer too large for int64 is math.MaxInt64 (so at least any M).
+func Factor(annotations map[string]string) int64 {
+	s, ok := annotations[Annotation]
+	if !ok || s == "" {
+		return 0
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		// ParseInt returns math.MaxInt64 for a positive integer out of range, math.MinInt64
+		// for a negative one and 0 for a syntax error.
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0
+		}
+	}
+	return max(v, 0)
+}

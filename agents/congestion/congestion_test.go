@@ -1,0 +1,191 @@
+package congestion
+
+import (
+	"context"
+	"flag"
+	"io"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+func TestScore(t *testing.T) {
+	tests := []struct {
+		factor, m int64
+		want      int64
+	}{
+		{0, 100, 10},  // 10*(1 - 0) = 10
+		{25, 100, 8},  // 10*0.75 = 7.5, half up: 8
+		{35, 100, 7},  // 10*0.65 = 6.5, half up: 7
+		{44, 100, 6},  // 10*0.56 = 5.6: 6
+		{45, 100, 6},  // 10*0.55 = 5.5, half up: 6
+		{46, 100, 5},  // 10*0.54 = 5.4: 5
+		{95, 100, 1},  // 10*0.05 = 0.5, half up: 1
+		{96, 100, 0},  // 10*0.04 = 0.4: 0
+		{100, 100, 0}, // cf = M: 0
+		{150, 100, 0}, // cf = min(150, 100) = 100: 0
+		{-5, 100, 10}, // a negative factor counts as 0
+		{1, 3, 7},     // 10*(2/3) = 6.67: 7
+		{2, 3, 3},     // 10*(1/3) = 3.33: 3
+		{0, 1, 10},    // M 1: 0 scores 10 ...
+		{1, 1, 0},     // ... anything else 0
+		{1, 20, 10},   // 10*(19/20) = 9.5, half up: 10
+		{3, 20, 9},    // 10*(17/20) = 8.5, half up: 9
+		{5, 0, 0},     // M 0 (never configured): 0, no division
+		{5, -3, 0},    // M negative: 0
+		// M = MaxInt64 (odd), cf = (M-1)/2: 10*(M+1)/(2M) = 5.0000...: 5.
+		{math.MaxInt64 / 2, math.MaxInt64, 5},
+		// M = MaxInt64, cf = M/20 rounded down: 10*(1 - 1/20 + tiny) = 9.5 + tiny: 10.
+		{math.MaxInt64 / 20, math.MaxInt64, 10},
+		{math.MaxInt64, math.MaxInt64, 0},
+		{0, math.MaxInt64, 10},
+	}
+	for _, tc := range tests {
+		if got := Score(tc.factor, tc.m); got != tc.want {
+			t.Errorf("Score(%d, %d) = %d, want %d", tc.factor, tc.m, got, tc.want)
+		}
+	}
+}
+
+// TestScoreMatchesRealArithmetic checks the integer formula against the definition computed with
+// exact rationals for every factor of small Ms: score = floor(10*(M-cf)/M + 1/2), i.e. the
+// largest s with 2*M*s <= 20*(M-cf) + M.
+func TestScoreMatchesRealArithmetic(t *testing.T) {
+	for m := int64(1); m <= 300; m++ {
+		for f := int64(-2); f <= m+2; f++ {
+			cf := max(min(f, m), 0)
+			var want int64
+			for s := int64(0); s <= 10; s++ {
+				if 2*m*s <= 20*(m-cf)+m {
+					want = s
+				}
+			}
+			if got := Score(f, m); got != want {
+				t.Fatalf("Score(%d, %d) = %d, want %d", f, m, got, want)
+			}
+		}
+	}
+}
+
+func TestFactor(t *testing.T) {
+	tests := []struct {
+		name string
+		ann  map[string]string
+		want int64
+	}{
+		{"missing", nil, 0},
+		{"other annotations only", map[string]string{"x": "5"}, 0},
+		{"empty", map[string]string{Annotation: ""}, 0},
+		{"integer", map[string]string{Annotation: "42"}, 42},
+		{"spaces", map[string]string{Annotation: " 42 "}, 42},
+		{"plus sign", map[string]string{Annotation: "+7"}, 7},
+		{"zero", map[string]string{Annotation: "0"}, 0},
+		{"negative", map[string]string{Annotation: "-3"}, 0},
+		{"fraction", map[string]string{Annotation: "12.5"}, 0},
+		{"hex", map[string]string{Annotation: "0x10"}, 0},
+		{"word", map[string]string{Annotation: "high"}, 0},
+		{"NaN", map[string]string{Annotation: "NaN"}, 0},
+		{"Inf", map[string]string{Annotation: "+Inf"}, 0},
+		// Integers beyond int64: the largest positive one; a negative one is 0.
+		{"huge", map[string]string{Annotation: "99999999999999999999"}, math.MaxInt64},
+		{"huge negative", map[string]string{Annotation: "-99999999999999999999"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Factor(tc.ann); got != tc.want {
+				t.Errorf("Factor(%v) = %d, want %d", tc.ann, got, tc.want)
+			}
+		})
+	}
+}
+
+func makeNode(name, factor string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if factor != "" {
+		n.Annotations = map[string]string{Annotation: factor}
+	}
+	return n
+}
+
+func TestAgentScores(t *testing.T) {
+	nodes := []*corev1.Node{
+		makeNode("a", "0"),    // 10
+		makeNode("b", "25"),   // 7.5: 8
+		makeNode("c", "100"),  // 0
+		makeNode("d", ""),     // missing: 0 -> 10
+		makeNode("e", "-1"),   // 0 -> 10
+		makeNode("f", "junk"), // 0 -> 10
+		makeNode("g", "1000"), // min(1000, 100) = 100: 0
+	}
+	a, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.score(context.Background(), &corev1.Pod{}, nodes)
+	if diff := cmp.Diff([]int64{10, 8, 0, 10, 10, 10, 0}, got); diff != "" {
+		t.Errorf("scores (-want +got):\n%s", diff)
+	}
+	// M 50: "25" is 10*(1 - 0.5) = 5; "100" is capped at 50: 0.
+	a, err = New(Config{FactorMax: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.score(context.Background(), &corev1.Pod{}, nodes[:3]); !cmp.Equal(got, []int64{10, 5, 0}) {
+		t.Errorf("M 50: scores %v, want [10 5 0]", got)
+	}
+	if len(a.Filters()) != 0 || len(a.Prioritizers()) != 1 || a.Prioritizers()[0].Name != "congestion" {
+		t.Errorf("functions: %d filters, prioritizers %+v", len(a.Filters()), a.Prioritizers())
+	}
+}
+
+func parse(env map[string]string, args ...string) (Config, error) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	var c Config
+	c.Declare(s)
+	err := s.Parse(args)
+	return c, err
+}
+
+func TestSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want int
+		err  bool
+	}{
+		{name: "default", want: 100},
+		{name: "variable", env: map[string]string{"CONGESTION_FACTOR_MAX": "250"}, want: 250},
+		{name: "flag wins", env: map[string]string{"CONGESTION_FACTOR_MAX": "250"}, args: []string{"--congestion-factor-max=7"}, want: 7},
+		{name: "largest", env: map[string]string{"CONGESTION_FACTOR_MAX": "2147483647"}, want: math.MaxInt32},
+		{name: "zero", env: map[string]string{"CONGESTION_FACTOR_MAX": "0"}, err: true},
+		{name: "negative", env: map[string]string{"CONGESTION_FACTOR_MAX": "-1"}, err: true},
+		{name: "not an integer", env: map[string]string{"CONGESTION_FACTOR_MAX": "abc"}, err: true},
+		{name: "fraction", env: map[string]string{"CONGESTION_FACTOR_MAX": "1.5"}, err: true},
+		{name: "too large", env: map[string]string{"CONGESTION_FACTOR_MAX": "2147483648"}, err: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parse(tc.env, tc.args...)
+			switch {
+			case tc.err && (err == nil || !strings.Contains(err.Error(), "CONGESTION_FACTOR_MAX")):
+				t.Errorf("error %v, want one naming CONGESTION_FACTOR_MAX", err)
+			case !tc.err && err != nil:
+				t.Fatal(err)
+			case !tc.err && got.FactorMax != tc.want:
+				t.Errorf("FactorMax %d, want %d", got.FactorMax, tc.want)
+			}
+		})
+	}
+	if _, err := New(Config{FactorMax: 0}); err == nil || !strings.Contains(err.Error(), "CONGESTION_FACTOR_MAX") {
+		t.Errorf("New(FactorMax 0): %v, want an error naming CONGESTION_FACTOR_MAX", err)
+	}
+}

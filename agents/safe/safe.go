@@ -1,0 +1,391 @@
+// Package safe is the safe agent: it places pods by what nodes really use, not by what their
+// pods requested. Each node's annotations carry the measured mean and standard deviation of its
+// free cpu and memory (and optionally a forecast); the agent predicts each resource's
+// utilization with the pod added, fits a Beta distribution to it, and judges the probability
+// (the risk) that the utilization exceeds a threshold. See README.md for the formulas.
+//
+// Functions: the filter safe-overload rejects the nodes whose risk exceeds the acceptable risk;
+// the priority safe-overload prefers low risk; the priority safe-balance prefers low, steady
+// utilization.
+package safe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+// Name is the agent's name and build tag.
+const Name = "safe"
+
+// Function names: the routes /scheduler/predicates/safe-overload,
+// /scheduler/priorities/safe-overload and /scheduler/priorities/safe-balance.
+const (
+	FilterOverload   = "safe-overload"
+	PriorityOverload = "safe-overload"
+	PriorityBalance  = "safe-balance"
+)
+
+// Node annotations read by the agent. Free amounts and their standard deviations are in
+// millicores for cpu and bytes for memory. The forecast keys are read in the spelling deployed
+// annotators write ("forcasted") first, then in the correct one.
+const (
+	AnnotationMeanFreeCPU              = "mean-free-cpu"
+	AnnotationStdFreeCPU               = "std-free-cpu"
+	AnnotationForecastFreeCPU          = "forecasted-free-cpu"
+	AnnotationForecastFreeCPULegacy    = "forcasted-free-cpu"
+	AnnotationMeanFreeMemory           = "mean-free-memory"
+	AnnotationStdFreeMemory            = "std-free-memory"
+	AnnotationForecastFreeMemory       = "forecasted-free-memory"
+	AnnotationForecastFreeMemoryLegacy = "forcasted-free-memory"
+)
+
+// Config holds the agent's settings, as integer percents.
+type Config struct {
+	// Utilization is the threshold T, in percent of allocatable, that the utilization should
+	// not exceed (SAFEUTILIZATION, 0..100).
+	Utilization int
+	// Percentile is the acceptable risk E, in percent: the largest probability of exceeding T
+	// that the filter accepts (SAFEPERCENTILE, 0..100).
+	Percentile int
+	// ForecastWeight is the weight w, in percent, of a node's forecast against its measured
+	// mean free amount (SAFEFORECASTWEIGHT, 0..100).
+	ForecastWeight int
+	// PrintTable logs each call's per-node computation at debug level (SAFEPRINTTABLE).
+	PrintTable bool
+}
+
+// Defaults.
+const (
+	DefaultUtilization    = 90
+	DefaultPercentile     = 30
+	DefaultForecastWeight = 20
+)
+
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config {
+	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight}
+}
+
+// Declare adds the agent's settings, with their defaults, to s.
+func (c *Config) Declare(s *settings.Set) {
+	s.Int(&c.Utilization, "SAFEUTILIZATION", "safe-utilization", DefaultUtilization, 0, 100,
+		"safe agent: utilization threshold T, percent of allocatable (integer 0..100)")
+	s.Int(&c.Percentile, "SAFEPERCENTILE", "safe-percentile", DefaultPercentile, 0, 100,
+		"safe agent: acceptable risk E, percent chance of exceeding T (integer 0..100)")
+	s.Int(&c.ForecastWeight, "SAFEFORECASTWEIGHT", "safe-forecast-weight", DefaultForecastWeight, 0, 100,
+		"safe agent: weight w of the forecast free amount against the measured mean, percent (integer 0..100)")
+	s.Bool(&c.PrintTable, "SAFEPRINTTABLE", "safe-print-table", false,
+		"safe agent: log each call's per-node computation at DEBUG level (true or false)")
+}
+
+// Validate reports every setting out of its range, each named by its variable.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(v int, env string) {
+		if v < 0 || v > 100 {
+			errs = append(errs, fmt.Errorf("%s: %d is out of range [0, 100]", env, v))
+		}
+	}
+	check(c.Utilization, "SAFEUTILIZATION")
+	check(c.Percentile, "SAFEPERCENTILE")
+	check(c.ForecastWeight, "SAFEFORECASTWEIGHT")
+	return errors.Join(errs...)
+}
+
+// Agent is the safe agent. It keeps no state between calls: it is safe for concurrent use.
+type Agent struct {
+	cfg Config
+	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
+	t, e, w float64
+	log     *logrus.Entry
+}
+
+var _ framework.Agent = (*Agent)(nil)
+
+// New returns the agent for cfg. log receives the SAFEPRINTTABLE tables; nil disables them.
+func New(cfg Config, log *logrus.Entry) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid safe config: %w", err)
+	}
+	return &Agent{
+		cfg: cfg,
+		t:   float64(cfg.Utilization) / 100,
+		e:   float64(cfg.Percentile) / 100,
+		w:   float64(cfg.ForecastWeight) / 100,
+		log: log,
+	}, nil
+}
+
+// Name implements framework.Agent.
+func (a *Agent) Name() string { return Name }
+
+// Filters implements framework.Agent.
+func (a *Agent) Filters() []framework.Filter {
+	return []framework.Filter{{Name: FilterOverload, Func: a.filterOverload}}
+}
+
+// Prioritizers implements framework.Agent.
+func (a *Agent) Prioritizers() []framework.Prioritizer {
+	return []framework.Prioritizer{
+		{Name: PriorityOverload, Func: a.scoreOverload},
+		{Name: PriorityBalance, Func: a.scoreBalance},
+	}
+}
+
+// resourceKind names the annotations and the allocatable entry of one resource.
+type resourceKind struct {
+	name string
+	kind corev1.ResourceName
+	// milli reads the allocatable amount in millicores (cpu) rather than base units.
+	milli     bool
+	mean, std string
+	// forecasts, in the order they are tried.
+	forecasts [2]string
+}
+
+var (
+	cpuResource = resourceKind{name: "cpu", kind: corev1.ResourceCPU, milli: true,
+		mean: AnnotationMeanFreeCPU, std: AnnotationStdFreeCPU,
+		forecasts: [2]string{AnnotationForecastFreeCPULegacy, AnnotationForecastFreeCPU}}
+	memoryResource = resourceKind{name: "memory", kind: corev1.ResourceMemory,
+		mean: AnnotationMeanFreeMemory, std: AnnotationStdFreeMemory,
+		forecasts: [2]string{AnnotationForecastFreeMemoryLegacy, AnnotationForecastFreeMemory}}
+)
+
+// state says what can be said of one resource of a node.
+type state uint8
+
+const (
+	// noStats: no parseable mean annotation; the resource is not judged.
+	noStats state = iota
+	// noAllocatable: statistics but a zero or missing allocatable amount: risk 1.
+	noAllocatable
+	// measured: mu and sigma are known.
+	measured
+)
+
+// measure is what the agent knows of one resource of a node for one pod.
+type measure struct {
+	res   *resourceKind
+	state state
+	// Inputs, in the resource's unit (kept for reasons and tables).
+	free, std, capacity, demand float64
+	forecast                    bool
+	// mu and sigma are valid when state is measured.
+	mu, sigma float64
+	// risk, once riskKnown, is Risk(mu, sigma, T).
+	risk      float64
+	riskKnown bool
+}
+
+// demand is the pod's request, computed once per call.
+type demand struct{ cpu, memory float64 }
+
+func podDemand(pod *corev1.Pod) demand {
+	cpu, memory := framework.CPUMemoryRequests(pod)
+	return demand{cpu: float64(cpu), memory: float64(memory)}
+}
+
+// measureNode reads the statistics of both resources of n.
+func (a *Agent) measureNode(n *corev1.Node, d demand) (cpu, memory measure) {
+	return a.measure(n, &cpuResource, d.cpu), a.measure(n, &memoryResource, d.memory)
+}
+
+func (a *Agent) measure(n *corev1.Node, r *resourceKind, d float64) measure {
+	m := measure{res: r, demand: d}
+	mean, ok := annotation(n.Annotations, r.mean)
+	if !ok {
+		return m
+	}
+	m.std, _ = annotation(n.Annotations, r.std) // 0 when missing or unparseable
+	var forecast float64
+	for _, key := range r.forecasts {
+		if forecast, m.forecast = annotation(n.Annotations, key); m.forecast {
+			break
+		}
+	}
+	m.free = Blend(mean, forecast, m.forecast, a.w)
+	m.capacity = allocatable(n, r)
+	var judged bool
+	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d); judged {
+		m.state = measured
+	} else {
+		m.state = noAllocatable
+	}
+	return m
+}
+
+// annotation parses the annotation key as a finite number. Missing, empty, unparseable, NaN
+// and infinite values are absent.
+func annotation(annotations map[string]string, key string) (float64, bool) {
+	s, ok := annotations[key]
+	if !ok || s == "" {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
+}
+
+// allocatable returns n's allocatable amount of r (millicores for cpu), 0 when missing.
+func allocatable(n *corev1.Node, r *resourceKind) float64 {
+	q, ok := n.Status.Allocatable[r.kind]
+	if !ok {
+		return 0
+	}
+	if r.milli {
+		return float64(q.MilliValue())
+	}
+	return float64(q.Value())
+}
+
+// risk returns the risk of a measured resource, computing it once.
+func (a *Agent) risk(m *measure) float64 {
+	if !m.riskKnown {
+		m.risk, m.riskKnown = Risk(m.mu, m.sigma, a.t), true
+	}
+	return m.risk
+}
+
+// acceptable reports whether the filter lets the resource through.
+func (a *Agent) acceptable(m *measure) bool {
+	switch m.state {
+	case noStats:
+		return true
+	case noAllocatable:
+		return false
+	}
+	return SurelyAcceptable(m.mu, m.sigma, a.t, a.e) || a.risk(m) <= a.e
+}
+
+// filterOverload rejects the nodes where a resource's risk exceeds the acceptable risk.
+func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+	d := podDemand(pod)
+	tbl := a.newTable(FilterOverload, pod, d)
+	out := make([]framework.Verdict, len(nodes))
+	judge := func(lo, hi int) {
+		for i, n := range nodes[lo:hi] {
+			cpu, memory := a.measureNode(n, d)
+			cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory)
+			if !cpuOK || !memoryOK {
+				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK))
+			}
+			if tbl != nil {
+				result := "pass"
+				if !out[lo+i].Passes() {
+					result = "reject"
+				}
+				tbl.node(n.Name, &cpu, &memory, result)
+			}
+		}
+	}
+	if tbl != nil {
+		judge(0, len(nodes)) // one goroutine: the table's rows in order
+		tbl.flush()
+	} else {
+		forChunks(len(nodes), judge)
+	}
+	return out
+}
+
+// reason says why the failing resources fail, with their numbers, for example
+// "cpu risk 0.42 > 0.30 (mu 0.81, sigma 0.12, threshold 0.90)". Built with strconv only: a
+// filter call may reject thousands of nodes.
+func (a *Agent) reason(cpu *measure, cpuOK bool, memory *measure, memoryOK bool) string {
+	b := make([]byte, 0, 160)
+	if !cpuOK {
+		b = a.appendReason(b, cpu)
+	}
+	if !memoryOK {
+		if len(b) > 0 {
+			b = append(b, "; "...)
+		}
+		b = a.appendReason(b, memory)
+	}
+	return string(b)
+}
+
+func (a *Agent) appendReason(b []byte, m *measure) []byte {
+	if m.state == noAllocatable {
+		return append(append(append(b, "allocatable "...), m.res.name...), " is zero or missing: its risk cannot be judged"...)
+	}
+	b = append(append(b, m.res.name...), " risk "...)
+	b = appendPair(b, a.risk(m), a.e)
+	b = strconv.AppendFloat(append(b, " (mu "...), m.mu, 'f', 2, 64)
+	b = strconv.AppendFloat(append(b, ", sigma "...), m.sigma, 'f', 2, 64)
+	b = strconv.AppendFloat(append(b, ", threshold "...), a.t, 'f', 2, 64)
+	return append(b, ')')
+}
+
+// appendPair appends "x > y" with two decimals, or more when two would print them equal.
+func appendPair(b []byte, x, y float64) []byte {
+	prec := 2
+	for ; prec < 17; prec++ {
+		var bx, by [32]byte
+		if string(strconv.AppendFloat(bx[:0], x, 'f', prec, 64)) != string(strconv.AppendFloat(by[:0], y, 'f', prec, 64)) {
+			break
+		}
+	}
+	b = strconv.AppendFloat(b, x, 'f', prec, 64)
+	return strconv.AppendFloat(append(b, " > "...), y, 'f', prec, 64)
+}
+
+// scorer scores one measured resource.
+type scorer func(a *Agent, m measure) int64
+
+func overloadScorer(a *Agent, m measure) int64 { return OverloadScore(a.risk(&m), a.e) }
+
+func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigma) }
+
+// scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
+func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64 {
+	return a.score(PriorityOverload, pod, nodes, overloadScorer)
+}
+
+// scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
+func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64 {
+	return a.score(PriorityBalance, pod, nodes, balanceScorer)
+}
+
+// score scores every node with the per-resource score of: a resource without statistics does
+// not count, one without allocatable scores 0.
+func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer) []int64 {
+	d := podDemand(pod)
+	tbl := a.newTable(name, pod, d)
+	out := make([]int64, len(nodes))
+	scoreRange := func(lo, hi int) {
+		for i, n := range nodes[lo:hi] {
+			cpu, memory := a.measureNode(n, d)
+			var cs, ms int64
+			if cpu.state == measured {
+				cs = of(a, cpu)
+			}
+			if memory.state == measured {
+				ms = of(a, memory)
+			}
+			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)
+			if tbl != nil {
+				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))
+			}
+		}
+	}
+	if tbl != nil {
+		scoreRange(0, len(nodes))
+		tbl.flush()
+	} else {
+		forChunks(len(nodes), scoreRange)
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/kube-safe-scheduler/extender/agents/congestion"
+	"github.com/kube-safe-scheduler/extender/agents/pigeon"
+	"github.com/kube-safe-scheduler/extender/agents/safe"
+	"github.com/kube-safe-scheduler/extender/agents/template"
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/server"
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+// agents returns every agent with its default configuration.
+func agents(b *testing.B) []framework.Agent {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	s := settings.New(fs, func(string) (string, bool) { return "", false })
+	var sc safe.Config
+	var cc congestion.Config
+	var pc pigeon.Config
+	var tc template.Config
+	sc.Declare(s)
+	cc.Declare(s)
+	pc.Declare(s)
+	tc.Declare(s)
+	if err := s.Parse(nil); err != nil {
+		b.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	sa, err1 := safe.New(sc, log.WithField("agent", "safe"))
+	ca, err2 := congestion.New(cc)
+	pa, err3 := pigeon.New(pc, nil, log.WithField("agent", "pigeon"))
+	ta, err4 := template.New(tc)
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return []framework.Agent{sa, ca, pa, ta}
+}
+
+// nodes returns n realistic nodes (16 cores, 64 GiB) carrying every agent's annotations, with
+// varied values: usage statistics, congestion, allocation.
+func nodes(n int) []corev1.Node {
+	out := make([]corev1.Node, n)
+	for i := range out {
+		out[i] = fixtures.Node(i, map[string]string{
+			"mean-free-cpu":           strconv.Itoa(4000 + (i*7919)%10000),
+			"std-free-cpu":            strconv.Itoa(200 + (i*104729)%1500),
+			"mean-free-memory":        strconv.FormatInt(int64(16+(i*31)%40)<<30, 10),
+			"std-free-memory":         strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
+			"forcasted-free-cpu":      strconv.Itoa(5000 + (i*31)%8000),
+			"congestion-factor":       strconv.Itoa((i * 37) % 100),
+			"requested-cpu":           strconv.Itoa((i * 997) % 12000),
+			"requested-memory":        strconv.FormatInt(int64((i*13)%48)<<30, 10),
+			"requested-pods":          strconv.Itoa(i % 100),
+			"template.extender/score": strconv.Itoa(i % 11),
+		})
+	}
+	return out
+}
+
+type lookup map[string]*corev1.Node
+
+func (l lookup) Node(name string) (*corev1.Node, bool) { n, ok := l[name]; return n, ok }
+
+// BenchmarkAgents serves each agent function through the real handler. Besides ns/op it
+// reports ns/node and the p99 latency of the iterations.
+func BenchmarkAgents(b *testing.B) {
+	all := agents(b)
+	for _, n := range []int{500, 5000} {
+		ns := nodes(n)
+		names := make([]string, n)
+		lk := lookup{}
+		for i := range ns {
+			names[i] = ns[i].Name
+			lk[names[i]] = &ns[i]
+		}
+		log := logrus.New()
+		log.SetOutput(io.Discard)
+		h, err := server.New(all, server.Options{Lookup: lk, Log: log, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// A pod with a new UID each call, as a stream of pods (pigeon counts each pod once).
+		bodies := func(full bool) func(i int) []byte {
+			return func(i int) []byte {
+				pod := fixtures.Pod(fmt.Sprintf("p-%d", i), "500m", "1Gi")
+				args := extenderv1.ExtenderArgs{Pod: pod}
+				if full {
+					args.Nodes = &corev1.NodeList{Items: ns}
+				} else {
+					args.NodeNames = &names
+				}
+				body, _ := json.Marshal(args)
+				return body
+			}
+		}
+		for _, a := range all {
+			var routes []string
+			for _, f := range a.Filters() {
+				routes = append(routes, "/scheduler/predicates/"+f.Name)
+			}
+			for _, p := range a.Prioritizers() {
+				routes = append(routes, "/scheduler/priorities/"+p.Name)
+			}
+			for _, route := range routes {
+				for _, form := range []string{"names", "full"} {
+					b.Run(fmt.Sprintf("%s%s/%s/nodes=%d", a.Name(), route[len("/scheduler"):], form, n), func(b *testing.B) {
+						run(b, h, route, bodies(form == "full"), n)
+					})
+				}
+			}
+		}
+	}
+}
+
+func run(b *testing.B, h http.Handler, route string, body func(int) []byte, n int) {
+	// Bodies are prepared outside the timer: the scheduler's marshalling is not ours to count.
+	const distinct = 8
+	prepared := make([][]byte, distinct)
+	for i := range prepared {
+		prepared[i] = body(i)
+	}
+	b.SetBytes(int64(len(prepared[0])))
+	b.ReportAllocs()
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, route, bytes.NewReader(prepared[i%distinct]))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		lat = append(lat, time.Since(start))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%s: status %d: %s", route, rec.Code, rec.Body)
+		}
+		i++
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[(len(lat)*99)/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+}

@@ -1,0 +1,6 @@
+// Package bench holds the benchmarks of every agent function served through the real HTTP
+// handler, at 500 and 5000 realistic nodes, in both request forms (full Nodes and NodeNames).
+// Run them with make bench, or:
+//
+//	go test -run '^$' -bench . -benchmem ./bench
+package bench
