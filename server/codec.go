@@ -75,6 +75,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false) // reasons such as "risk 0.4 > 0.3" stay readable
 	if err := enc.Encode(v); err != nil {
 		writeError(w, http.StatusInternalServerError, "encoding answer: "+err.Error())
 		return

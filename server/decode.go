@@ -132,13 +132,16 @@ func newDecodedArgs(pod *corev1.Pod, full bool, names *[]string) (*decodedArgs, 
 // appendFilterResult appends the JSON of res with Nodes made of the raw items kept: for a
 // full-node answer, the scheduler's own bytes of the passing nodes, unchanged.
 func appendFilterResult(buf *bytes.Buffer, kept []jsoniter.RawMessage, res *extenderv1.ExtenderFilterResult) error {
-	rest, err := json.Marshal(struct {
+	var tail bytes.Buffer
+	enc := json.NewEncoder(&tail)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
 		FailedNodes, FailedAndUnresolvableNodes extenderv1.FailedNodesMap
 		Error                                   string
-	}{res.FailedNodes, res.FailedAndUnresolvableNodes, res.Error})
-	if err != nil {
+	}{res.FailedNodes, res.FailedAndUnresolvableNodes, res.Error}); err != nil {
 		return err
 	}
+	rest := tail.Bytes() // {"FailedNodes":...}\n
 	buf.WriteString(`{"Nodes":{"metadata":{},"items":[`)
 	for i, raw := range kept {
 		if i > 0 {
@@ -148,6 +151,5 @@ func appendFilterResult(buf *bytes.Buffer, kept []jsoniter.RawMessage, res *exte
 	}
 	buf.WriteString(`]},"NodeNames":null,`)
 	buf.Write(rest[1:]) // rest without its opening brace
-	buf.WriteByte('\n')
 	return nil
 }

@@ -487,3 +487,15 @@ func TestNewRejectsDuplicateNames(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Reasons reach the scheduler's events as written: "risk 0.4 > 0.3", not "risk 0.4 \u003e 0.3".
+func TestReasonsAreNotHTMLEscaped(t *testing.T) {
+	nodes := []corev1.Node{makeNode("a", "reject", "risk 0.4 > 0.3 & rising")}
+	f := newFixture(t, Options{Lookup: nodesLookup(nodes)})
+	for _, args := range []extenderv1.ExtenderArgs{fullArgs(nodes), nameArgs("a")} {
+		rec := f.post("/scheduler/predicates/label", args)
+		if !strings.Contains(rec.Body.String(), `"risk 0.4 > 0.3 & rising"`) {
+			t.Errorf("body %s escapes the reason", rec.Body)
+		}
+	}
+}

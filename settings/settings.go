@@ -110,17 +110,34 @@ func (s *Set) Float(dst *float64, env, flagName string, def, min, max float64, u
 	})
 }
 
-// Bool declares a boolean setting (true/false, 1/0, as strconv.ParseBool reads them).
+// Bool declares a boolean setting (true/false, 1/0, as strconv.ParseBool reads them). The flag
+// may be given bare (--flag means --flag=true).
 func (s *Set) Bool(dst *bool, env, flagName string, def bool, usage string) {
 	*dst = def
-	s.add(env, flagName, usage, strconv.FormatBool(def), func(raw string) error {
+	e := &entry{env: env, flag: flagName, usage: usage, set: func(raw string) error {
 		v, err := strconv.ParseBool(strings.TrimSpace(raw))
 		if err != nil {
 			return fmt.Errorf("%q is not true or false", raw)
 		}
 		*dst = v
 		return nil
-	})
+	}}
+	s.entries = append(s.entries, e)
+	help := usage
+	if env != "" {
+		help = fmt.Sprintf("%s (env %s)", usage, env)
+	}
+	s.fs.Var(&boolFlag{e}, flagName, fmt.Sprintf("%s (default %v)", help, def))
+}
+
+// boolFlag is a flag.Value that the flag package lets stand bare on the command line.
+type boolFlag struct{ e *entry }
+
+func (b *boolFlag) String() string   { return "" }
+func (b *boolFlag) IsBoolFlag() bool { return true }
+func (b *boolFlag) Set(v string) error {
+	b.e.raw, b.e.flagSet = v, true
+	return nil
 }
 
 // Duration declares a duration setting (Go syntax: 30s, 5m, 6h) in [min, max].

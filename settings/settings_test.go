@@ -34,11 +34,12 @@ func declare(env map[string]string) (*Set, *values) {
 }
 
 func TestDefaultsEnvAndFlags(t *testing.T) {
-	s, v := declare(map[string]string{"N": "42", "E": "two", "B": "true"})
-	if err := s.Parse([]string{"--n", "43", "--d", "5s"}); err != nil {
+	s, v := declare(map[string]string{"N": "42", "E": "two", "B": "false"})
+	if err := s.Parse([]string{"--n", "43", "--d", "5s", "--b=false", "--b"}); err != nil {
 		t.Fatal(err)
 	}
-	// The flag wins over N=42; E is matched case-insensitively and stored as declared.
+	// The flag wins over N=42; a bare --b (the last given) wins over B=false; E is matched
+	// case-insensitively and stored as declared.
 	want := values{n: 43, b: true, d: 5 * time.Second, s: "x", e: "TWO", f: 0.5, i64: 7}
 	if *v != want {
 		t.Errorf("got %+v, want %+v", *v, want)
