@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	jsoniter "github.com/json-iterator/go"
 	corev1 "k8s.io/api/core/v1"
@@ -79,42 +78,45 @@ type decodedArgs struct {
 var errNoPod = errors.New("the request has no Pod")
 var errNoNodes = errors.New("the request has neither Nodes nor NodeNames")
 
-// decodeArgs decodes an ExtenderArgs body. keepRaw keeps each node's JSON in raw.
+// decodeArgs decodes an ExtenderArgs body in one pass into lean nodes. keepRaw also finds, for a
+// full-node request, the bytes of each node in body (raw aliases body).
 func decodeArgs(body []byte, keepRaw bool) (*decodedArgs, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, errors.New("empty body")
 	}
-	if !keepRaw {
-		var w leanArgs
-		if err := fastJSON.Unmarshal(body, &w); err != nil {
-			return nil, err
-		}
-		d, err := newDecodedArgs(w.Pod, w.Nodes != nil, w.NodeNames)
-		if err == nil && d.full {
-			d.nodes = make([]corev1.Node, len(w.Nodes.Items))
-			for i := range w.Nodes.Items {
-				d.nodes[i] = w.Nodes.Items[i].node()
-			}
-		}
-		return d, err
-	}
-	var w wireArgs
+	var w leanArgs
 	if err := fastJSON.Unmarshal(body, &w); err != nil {
 		return nil, err
 	}
 	d, err := newDecodedArgs(w.Pod, w.Nodes != nil, w.NodeNames)
-	if err == nil && d.full {
-		d.raw = w.Nodes.Items
-		d.nodes = make([]corev1.Node, len(w.Nodes.Items))
-		for i, raw := range w.Nodes.Items {
-			var l leanNode
-			if err := fastJSON.Unmarshal(raw, &l); err != nil {
-				return nil, fmt.Errorf("Nodes.items[%d]: %w", i, err)
-			}
-			d.nodes[i] = l.node()
-		}
+	if err != nil || !d.full {
+		return d, err
 	}
-	return d, err
+	d.nodes = make([]corev1.Node, len(w.Nodes.Items))
+	for i := range w.Nodes.Items {
+		d.nodes[i] = w.Nodes.Items[i].node()
+	}
+	if !keepRaw {
+		return d, nil
+	}
+	if spans, err := nodeItemSpans(body); err == nil && len(spans) == len(d.nodes) {
+		d.raw = make([]jsoniter.RawMessage, len(spans))
+		for i, sp := range spans {
+			d.raw[i] = body[sp[0]:sp[1]:sp[1]]
+		}
+		return d, nil
+	}
+	// A shape the scan does not follow (it is valid JSON, or decoding would have failed):
+	// capture the items while decoding again, slower but exact.
+	var wr wireArgs
+	if err := fastJSON.Unmarshal(body, &wr); err != nil {
+		return nil, err
+	}
+	if wr.Nodes == nil || len(wr.Nodes.Items) != len(d.nodes) {
+		return nil, errors.New("inconsistent Nodes.items")
+	}
+	d.raw = wr.Nodes.Items
+	return d, nil
 }
 
 func newDecodedArgs(pod *corev1.Pod, full bool, names *[]string) (*decodedArgs, error) {

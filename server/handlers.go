@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 
@@ -43,18 +44,15 @@ func (c *candidates) known() ([]*corev1.Node, []int) {
 
 // parseArgs reads and decodes ExtenderArgs and resolves its nodes. On failure it has answered:
 // a status error, or, when cluster access is missing, the result that noAccess builds.
-// keepRaw keeps, for a full-node request, each node's JSON (see candidates.raw).
-func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, keepRaw bool, noAccess func(string)) (*corev1.Pod, *candidates, bool) {
-	buf := getBuffer()
-	defer putBuffer(buf)
+// The body is read into buf, which must outlive the candidates: with keepRaw, for a full-node
+// request, candidates.raw holds each node's JSON within buf.
+func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, buf *bytes.Buffer, keepRaw bool, noAccess func(string)) (*corev1.Pod, *candidates, bool) {
 	if !readBody(w, req, s.opts.MaxBodyBytes, buf) {
 		return nil, nil, false
 	}
 	if s.opts.Log.IsLevelEnabled(logrus.TraceLevel) {
 		s.opts.Log.WithField("path", req.URL.Path).Trace("request body: ", buf.String())
 	}
-	// decodeArgs keeps no reference to buf's bytes except the raw node items: copy those
-	// before buf returns to the pool.
 	args, err := decodeArgs(buf.Bytes(), keepRaw)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "decoding ExtenderArgs: "+err.Error())
@@ -62,19 +60,8 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, keepRaw bool, 
 	}
 	c := &candidates{}
 	switch {
-	case args.full && keepRaw:
-		c.raw = make([]jsoniter.RawMessage, len(args.raw))
-		owned := make([]byte, 0, totalLen(args.raw))
-		c.names = make([]string, len(args.nodes))
-		c.nodes = make([]*corev1.Node, len(args.nodes))
-		for i := range args.nodes {
-			start := len(owned)
-			owned = append(owned, args.raw[i]...)
-			c.raw[i] = owned[start:len(owned):len(owned)]
-			c.nodes[i] = &args.nodes[i]
-			c.names[i] = args.nodes[i].Name
-		}
 	case args.full:
+		c.raw = args.raw
 		c.names = make([]string, len(args.nodes))
 		c.nodes = make([]*corev1.Node, len(args.nodes))
 		for i := range args.nodes {
@@ -99,17 +86,11 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, keepRaw bool, 
 	return args.pod, c, true
 }
 
-func totalLen(raws []jsoniter.RawMessage) int {
-	n := 0
-	for _, r := range raws {
-		n += len(r)
-	}
-	return n
-}
-
 func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		pod, c, ok := s.parseArgs(w, req, true, func(msg string) {
+		body := getBuffer()
+		defer putBuffer(body)
+		pod, c, ok := s.parseArgs(w, req, body, true, func(msg string) {
 			noteResultError(w, msg)
 			writeJSON(w, &extenderv1.ExtenderFilterResult{Error: msg})
 		})
@@ -186,7 +167,9 @@ func filterResult(c *candidates, verdicts []framework.Verdict, index []int) (*ex
 
 func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		pod, c, ok := s.parseArgs(w, req, false, func(msg string) {
+		body := getBuffer()
+		defer putBuffer(body)
+		pod, c, ok := s.parseArgs(w, req, body, false, func(msg string) {
 			// A HostPriorityList has no error field: the error must be a status.
 			writeError(w, http.StatusServiceUnavailable, msg)
 		})
