@@ -34,6 +34,7 @@ fuzz:
 
 ## e2e: builds etcd, kube-apiserver and kube-scheduler once (cached in .cache/), then runs them
 e2e:
+	cd e2e && $(GO) run ./harness/cmd/prepare
 	cd e2e && $(GO) test -count=1 -timeout 60m ./...
 
 lint:
@@ -44,8 +45,8 @@ lint:
 
 ## images: one image per agent, one with all agents, one for the annotator (needs a Docker engine)
 images:
-	for a in $(AGENTS) all; do docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.$$a -t kube-sched-ext-$$a:$(VERSION) . || exit 1; done
-	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) .
+	for a in $(AGENTS) all; do docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.$$a -t kube-sched-ext-$$a:$(VERSION) -t kube-sched-ext-$$a:latest . || exit 1; done
+	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) -t kube-node-annotator:latest .
 
 ## run: the product on its embedded default: a local control plane, sample nodes and pods, every agent
 run:

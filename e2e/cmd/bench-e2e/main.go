@@ -1,0 +1,294 @@
+// Command bench-e2e measures what the extenders cost kube-scheduler's throughput: pods bound per
+// second by the real kube-scheduler against a real kube-apiserver, side by side in one run,
+// for
+//
+//	alone:  kube-scheduler without extenders
+//	names:  + safe filter, safe-overload priority, congestion priority (nodeCacheCapable: true)
+//	full:   the same extenders receiving full Node objects (nodeCacheCapable: false)
+//	pigeon: names + the pigeon-holing priority
+//
+// For each node count it creates the nodes once, starts the extenders once (one process each,
+// as sidecars run), then for each mode pre-creates the pods, starts a scheduler with that
+// mode's configuration and times the bindings: pods/s = (pods - 1) / (last binding - first
+// binding), so scheduler start-up is not counted. It prints a table with each mode's ratio to
+// "alone". Usage: make bench-e2e, or go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+type mode struct {
+	name  string
+	about string
+	// extenders returns the extenders: section of the scheduler configuration.
+	extenders func(p ports) string
+}
+
+type ports struct{ safe, congestion, pigeon int }
+
+func safeCongestion(p ports, cacheCapable bool) string {
+	return fmt.Sprintf(`extenders:
+- urlPrefix: http://127.0.0.1:%d/scheduler
+  filterVerb: predicates/safe-overload
+  prioritizeVerb: priorities/safe-overload
+  weight: 1
+  nodeCacheCapable: %v
+- urlPrefix: http://127.0.0.1:%d/scheduler
+  prioritizeVerb: priorities/congestion
+  weight: 1
+  nodeCacheCapable: %v
+`, p.safe, cacheCapable, p.congestion, cacheCapable)
+}
+
+var modes = []mode{
+	{"alone", "kube-scheduler alone", func(ports) string { return "" }},
+	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }},
+	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }},
+	{"pigeon", "names + pigeon-holing", func(p ports) string {
+		return safeCongestion(p, true) + fmt.Sprintf(`- urlPrefix: http://127.0.0.1:%d/scheduler
+  prioritizeVerb: priorities/pigeon-holing
+  weight: 1
+  nodeCacheCapable: true
+`, p.pigeon)
+	}},
+}
+
+func main() {
+	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
+	pods := flag.Int("pods", 1000, "pods scheduled per mode")
+	only := flag.String("modes", "alone,names,full,pigeon", "comma-separated modes to run")
+	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
+	flag.Parse()
+
+	s := harness.NewSession(os.Stderr)
+	defer s.Close()
+	var counts []int
+	for _, f := range strings.Split(*nodeCounts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			s.Fatalf("-nodes: %q is not a node count", f)
+		}
+		counts = append(counts, n)
+	}
+	selected := map[string]bool{}
+	for _, m := range strings.Split(*only, ",") {
+		selected[strings.TrimSpace(m)] = true
+	}
+
+	type row struct {
+		nodes int
+		mode  mode
+		rate  float64
+	}
+	var rows []row
+	for _, n := range counts {
+		c := harness.StartCluster(s)
+		client := fastClient(s, c.Config)
+		fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes: creating nodes\n", n)
+		createNodes(s, c, n)
+		p := startExtenders(s, c)
+		for _, m := range modes {
+			if !selected[m.name] {
+				continue
+			}
+			rate := runMode(s, c, client, m, p, n, *pods, *timeout)
+			fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, %s: %.1f pods/s\n", n, m.name, rate)
+			rows = append(rows, row{n, m, rate})
+		}
+		s.Close() // stop this cluster before the next node count
+		s = harness.NewSession(os.Stderr)
+	}
+
+	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode, %s, %d CPUs\n\n", *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
+	fmt.Println("| nodes | mode | pods/s | ratio to alone |")
+	fmt.Println("|---:|---|---:|---:|")
+	base := map[int]float64{}
+	for _, r := range rows {
+		if r.mode.name == "alone" {
+			base[r.nodes] = r.rate
+		}
+	}
+	for _, r := range rows {
+		ratio := "n/a"
+		if b := base[r.nodes]; b > 0 {
+			ratio = fmt.Sprintf("%.2f", r.rate/b)
+		}
+		fmt.Printf("| %d | %s (%s) | %.1f | %s |\n", r.nodes, r.mode.name, r.mode.about, r.rate, ratio)
+	}
+}
+
+func numCPU() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "processor\t:")
+}
+
+// fastClient is an admin client whose rate limits do not bound the benchmark's own calls.
+func fastClient(s *harness.Session, cfg *rest.Config) kubernetes.Interface {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 5000, 5000
+	client, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		s.Fatalf("client: %v", err)
+	}
+	return client
+}
+
+// createNodes creates n nodes of 32 cores and 128 GiB with varied usage statistics and
+// congestion, all of which the safe filter passes for the benchmark's small pods.
+func createNodes(s *harness.Session, c *harness.Cluster, n int) {
+	specs := make([]harness.NodeSpec, n)
+	for i := range specs {
+		specs[i] = harness.NodeSpec{
+			Name: fmt.Sprintf("node-%05d", i), CPU: "32", Memory: "128Gi", Pods: "110",
+			Annotations: map[string]string{
+				"mean-free-cpu":     strconv.Itoa(16000 + (i*7919)%12000),
+				"std-free-cpu":      strconv.Itoa(500 + (i*104729)%1500),
+				"mean-free-memory":  strconv.FormatInt(int64(60+(i*31)%50)<<30, 10),
+				"std-free-memory":   strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
+				"congestion-factor": strconv.Itoa((i * 37) % 100),
+			},
+		}
+	}
+	parallel(s, n, func(i int) error {
+		c.CreateNode(s, specs[i])
+		return nil
+	})
+}
+
+// parallel runs f(0..n-1) on 16 workers and stops the session at the first error.
+func parallel(s *harness.Session, n int, f func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		s.Fatalf("%v", err)
+	}
+}
+
+func startExtenders(s *harness.Session, c *harness.Cluster) ports {
+	bin := harness.BuildExtender(s, "all")
+	start := func(agent string, env map[string]string) int {
+		env["AGENTS"] = agent
+		env["KUBECONFIG"] = c.Kubeconfig
+		env["LOG_LEVEL"] = "WARNING"
+		e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-" + agent, Binary: bin, Env: env})
+		return e.Port
+	}
+	return ports{
+		safe:       start("safe", map[string]string{}),
+		congestion: start("congestion", map[string]string{}),
+		pigeon:     start("pigeon", map[string]string{"POLICY_OBJECTIVE": "A_BINPACK"}),
+	}
+}
+
+func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, p ports, nodes, pods int, timeout time.Duration) float64 {
+	ctx, cancel := context.WithTimeout(s.Context(), timeout)
+	defer cancel()
+	ns := "bench-" + m.name
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		s.Fatalf("namespace %s: %v", ns, err)
+	}
+	fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, %s: creating %d pods\n", nodes, m.name, pods)
+	parallel(s, pods, func(i int) error {
+		pod, err := harness.PodSpec{Name: fmt.Sprintf("p-%05d", i), Namespace: ns, SchedulerName: "my-scheduler",
+			CPU: "100m", Memory: "128Mi"}.Pod()
+		if err != nil {
+			return err
+		}
+		_, err = client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	})
+
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		s.Fatalf("watch: %v", err)
+	}
+	defer w.Stop()
+
+	cfg := `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: my-scheduler
+` + m.extenders(p)
+	sched := c.StartScheduler(s, harness.SchedulerOptions{Name: "scheduler-" + m.name, Config: []byte(cfg)})
+	defer sched.Stop()
+
+	bound := map[string]bool{}
+	var first, last time.Time
+	for len(bound) < pods {
+		select {
+		case <-ctx.Done():
+			s.Fatalf("%s: %d of %d pods bound before the timeout; scheduler log:\n%s", m.name, len(bound), pods, sched.Tail(30))
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				s.Fatalf("%s: the pod watch closed", m.name)
+			}
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			pod, _ := ev.Object.(*corev1.Pod)
+			if pod == nil || pod.Spec.NodeName == "" || bound[pod.Name] {
+				continue
+			}
+			now := time.Now()
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+			bound[pod.Name] = true
+		}
+	}
+	sched.Stop()
+	// Free the nodes for the next mode: no kubelet runs, so delete at once.
+	zero := int64(0)
+	if err := client.CoreV1().Pods(ns).DeleteCollection(s.Context(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		s.Fatalf("deleting pods: %v", err)
+	}
+	if span := last.Sub(first).Seconds(); span > 0 {
+		return float64(pods-1) / span
+	}
+	return 0
+}

@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDemo runs make run's program (e2e/cmd/demo) with -exit: it must print its placement
+// table, with the outcomes its nodes are built for (node-4's measured usage fails safe-overload,
+// node-6 lacks the template label, the GPU job finds no acceptable node), and stop cleanly.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "safe", "congestion", "pigeon", "template")
+	bin := filepath.Join(t.TempDir(), "demo")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/demo")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/demo: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "-exit")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	for _, want := range []string{
+		"POD", "NODE", "safe-overload (w2)", "pigeon-holing (w2)", "runner-up",
+		"safe-overload rejects node-4: cpu risk",
+		"template-label rejects node-6: node has no label template.extender/allowed",
+		"train-1 is pending: 0/6 nodes are available",
+		"export KUBECONFIG=",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		}
+	}
+}

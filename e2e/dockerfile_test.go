@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// dockerVersion is the VERSION build argument the check passes, as make images would.
+const dockerVersion = "v0.0.0-dockerfile-check"
+
+// TestDockerfiles runs, for each file of dockerfiles/, exactly the go build command the file
+// runs (read from it; the output path moved to a temporary directory, VERSION given as a build
+// argument). For an extender image (Dockerfile.<agent>, Dockerfile.all) it then starts the binary
+// and checks /version reports that version and those agents, and that the binary serves exactly
+// the routes of those agents. There is no Docker engine here: the rest of each file (base images,
+// user, entrypoint) is checked as text.
+func TestDockerfiles(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	files, _ := filepath.Glob(filepath.Join(root, "dockerfiles", "Dockerfile.*"))
+	if len(files) == 0 {
+		t.Fatal("no dockerfiles/Dockerfile.*")
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimPrefix(filepath.Base(f), "Dockerfile."))
+	}
+	for _, want := range []string{"safe", "congestion", "pigeon", "template", "all"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("dockerfiles/Dockerfile.%s is missing", want)
+		}
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(filepath.Base(f), "Dockerfile.")
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := harness.ParseDockerfile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "binary")
+			env, args := b.Command(map[string]string{"VERSION": dockerVersion}, out)
+			cmd := exec.CommandContext(t.Context(), "go", args...)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), env...)
+			if outp, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s env %v go %v: %v\n%s", b.Line, env, args, err, outp)
+			}
+			if args[len(args)-1] != "." {
+				return // not an extender image (e.g. the node annotator): building is the check
+			}
+
+			text, _ := os.ReadFile(f)
+			for _, line := range []string{
+				"FROM golang:1.26 AS build", "ARG VERSION=dev", "FROM gcr.io/distroless/static-debian12:nonroot",
+				"USER nonroot:nonroot", `ENTRYPOINT ["/extender"]`, "COPY --from=build /out/extender /extender",
+			} {
+				if !strings.Contains(string(text), line+"\n") {
+					t.Errorf("no line %q", line)
+				}
+			}
+			if !slices.Contains(env, "CGO_ENABLED=0") {
+				t.Errorf("the build does not set CGO_ENABLED=0: the binary would not be static")
+			}
+			if b.Output != "/out/extender" {
+				t.Errorf("the build writes %s, not the /out/extender the final stage copies", b.Output)
+			}
+
+			agents := []string{name}
+			if name == "all" {
+				agents = slices.Sorted(maps.Keys(agentRoutes))
+			}
+			if _, known := agentRoutes[name]; !known && name != "all" {
+				t.Fatalf("agent %s: add its routes to agentRoutes (e2e/helpers_test.go) so that this test can check them", name)
+			}
+			requireAgents(t, agents...)
+			if want := []string{name}; !slices.Equal(b.Tags, want) {
+				t.Errorf("build tags %v, want %v", b.Tags, want)
+			}
+			ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender " + name, Binary: out})
+			v, err := ext.Version(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Version != dockerVersion || !slices.Equal(v.Agents, agents) {
+				t.Errorf("/version says version %q, agents %v; want %q, %v", v.Version, v.Agents, dockerVersion, agents)
+			}
+			body, _ := json.Marshal(extenderv1.ExtenderArgs{
+				Pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u"}},
+				Nodes: &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}},
+			})
+			for agent, routes := range agentRoutes {
+				for _, route := range routes {
+					status, answer, err := ext.Post(t.Context(), "/scheduler/"+route, body)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := http.StatusNotFound
+					if slices.Contains(agents, agent) {
+						want = http.StatusOK
+					}
+					if status != want {
+						t.Errorf("POST /scheduler/%s (agent %s): status %d, want %d: %s", route, agent, status, want, answer)
+					}
+				}
+			}
+		})
+	}
+}

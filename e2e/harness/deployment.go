@@ -1,0 +1,472 @@
+package harness
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// ReadObjects decodes every object of a multi-document YAML (or JSON) stream, skipping empty
+// documents.
+func ReadObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("document %d: no kind or apiVersion", i+1)
+		}
+		out = append(out, u)
+	}
+}
+
+// Deployment is what a deployment file of yamlfiles/ says about running a scheduler with
+// extenders: a ConfigMap holding a KubeSchedulerConfiguration and a Deployment whose pod runs
+// kube-scheduler with that file plus one sidecar container per extender.
+type Deployment struct {
+	// Source names where it was read from, for messages.
+	Source string
+	// Objects are every object of the file, in order.
+	Objects []*unstructured.Unstructured
+	// Deployment is the file's Deployment; ConfigMap the ConfigMap its scheduler reads.
+	Deployment *appsv1.Deployment
+	ConfigMap  *corev1.ConfigMap
+	// ConfigKey is the ConfigMap key holding the scheduler's configuration.
+	ConfigKey string
+	// SchedulerConfig is the KubeSchedulerConfiguration, as the scheduler container reads it.
+	SchedulerConfig []byte
+	// Scheduler is the kube-scheduler container; Sidecars are the others, in order.
+	Scheduler corev1.Container
+	Sidecars  []corev1.Container
+}
+
+// LoadDeploymentFile reads a deployment file (see Deployment).
+func LoadDeploymentFile(file string) (*Deployment, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return LoadDeployment(filepath.Base(file), data)
+}
+
+// LoadDeployment decodes a deployment file (see Deployment). It fails unless the file holds
+// exactly one Deployment whose kube-scheduler container's --config flag names a file mounted from
+// a ConfigMap of the same file, and every sidecar serves on the containerPort its HTTP_PORT
+// names.
+func LoadDeployment(source string, data []byte) (*Deployment, error) {
+	objs, err := ReadObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	d := &Deployment{Source: source, Objects: objs}
+	configMaps := map[string]*corev1.ConfigMap{}
+	for _, o := range objs {
+		switch o.GroupVersionKind().GroupKind().String() {
+		case "Deployment.apps":
+			if d.Deployment != nil {
+				return nil, fmt.Errorf("%s: more than one Deployment", source)
+			}
+			d.Deployment = &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d.Deployment); err != nil {
+				return nil, fmt.Errorf("%s: Deployment: %w", source, err)
+			}
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cm); err != nil {
+				return nil, fmt.Errorf("%s: ConfigMap: %w", source, err)
+			}
+			configMaps[cm.Name] = cm
+		}
+	}
+	if d.Deployment == nil {
+		return nil, fmt.Errorf("%s: no Deployment", source)
+	}
+	spec := d.Deployment.Spec.Template.Spec
+	found := false
+	for _, c := range spec.Containers {
+		if isScheduler(c) {
+			if found {
+				return nil, fmt.Errorf("%s: more than one kube-scheduler container", source)
+			}
+			d.Scheduler, found = c, true
+		} else {
+			d.Sidecars = append(d.Sidecars, c)
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%s: no kube-scheduler container (image registry.k8s.io/kube-scheduler)", source)
+	}
+	configPath := flagValue(schedulerArgs(d.Scheduler), "config")
+	if configPath == "" {
+		return nil, fmt.Errorf("%s: the kube-scheduler container has no --config flag", source)
+	}
+	d.ConfigMap, d.ConfigKey, err = mountedConfigMap(spec, d.Scheduler, configPath, configMaps)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --config=%s: %w", source, configPath, err)
+	}
+	d.SchedulerConfig = []byte(d.ConfigMap.Data[d.ConfigKey])
+	for _, c := range d.Sidecars {
+		if _, err := SidecarPort(c); err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+	}
+	return d, nil
+}
+
+func isScheduler(c corev1.Container) bool {
+	image := c.Image
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return strings.HasSuffix(image, "/kube-scheduler") || (len(c.Command) > 0 && path.Base(c.Command[0]) == "kube-scheduler")
+}
+
+// schedulerArgs returns the container's command line after the executable.
+func schedulerArgs(c corev1.Container) []string {
+	all := append(slices.Clone(c.Command), c.Args...)
+	if len(all) > 0 && path.Base(all[0]) == "kube-scheduler" {
+		all = all[1:]
+	}
+	return all
+}
+
+// flagValue returns the value of --name=value or --name value in args, "" when absent.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// mountedConfigMap finds the ConfigMap, and its key, that the container sees at file.
+func mountedConfigMap(spec corev1.PodSpec, c corev1.Container, file string, cms map[string]*corev1.ConfigMap) (*corev1.ConfigMap, string, error) {
+	for _, m := range c.VolumeMounts {
+		rel, ok := strings.CutPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")
+		if !ok {
+			continue
+		}
+		if m.SubPath != "" {
+			return nil, "", errors.New("subPath mounts are not supported")
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name {
+				continue
+			}
+			if v.ConfigMap == nil {
+				return nil, "", fmt.Errorf("volume %s is not a ConfigMap", v.Name)
+			}
+			cm, ok := cms[v.ConfigMap.Name]
+			if !ok {
+				return nil, "", fmt.Errorf("ConfigMap %s (volume %s) is not in the file", v.ConfigMap.Name, v.Name)
+			}
+			key := rel
+			if len(v.ConfigMap.Items) > 0 {
+				key = ""
+				for _, it := range v.ConfigMap.Items {
+					if it.Path == rel {
+						key = it.Key
+					}
+				}
+			}
+			if _, ok := cm.Data[key]; !ok || key == "" {
+				return nil, "", fmt.Errorf("ConfigMap %s has no key for %s", cm.Name, rel)
+			}
+			return cm, key, nil
+		}
+		return nil, "", fmt.Errorf("volume %s is not in the pod", m.Name)
+	}
+	return nil, "", errors.New("no volume is mounted there")
+}
+
+// EnvValue returns the value of the container's environment variable name and whether it is set
+// (by value; valueFrom is not resolved).
+func EnvValue(c corev1.Container, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, e.ValueFrom == nil
+		}
+	}
+	return "", false
+}
+
+// SidecarPort returns the port an extender sidecar serves on: its HTTP_PORT, which must be a
+// plain port number and one of its containerPorts.
+func SidecarPort(c corev1.Container) (int, error) {
+	v, ok := EnvValue(c, "HTTP_PORT")
+	if !ok {
+		return 0, fmt.Errorf("container %s: no HTTP_PORT value", c.Name)
+	}
+	port, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("container %s: HTTP_PORT %q is not a port number", c.Name, v)
+	}
+	for _, p := range c.Ports {
+		if int(p.ContainerPort) == port {
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("container %s: HTTP_PORT %d is not among its containerPorts", c.Name, port)
+}
+
+// ImageTags returns the build tags of an extender image named kube-sched-ext-<x>: those of the
+// go build line of dockerfiles/Dockerfile.<x>, which builds that image.
+func ImageTags(image string) ([]string, error) {
+	name := image
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name = name[:i]
+	}
+	name = path.Base(name)
+	x, ok := strings.CutPrefix(name, "kube-sched-ext-")
+	if !ok {
+		return nil, fmt.Errorf("image %s is not an extender image (kube-sched-ext-<agent>)", image)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	b, err := ParseDockerfile(filepath.Join(root, "dockerfiles", "Dockerfile."+x))
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", image, err)
+	}
+	return b.Tags, nil
+}
+
+// RunOptions adjust RunDeployment.
+type RunOptions struct {
+	// Kubeconfig stands in for the pod's service account: the scheduler and every sidecar
+	// connect with it (sidecars through KUBECONFIG). Default: the cluster's admin kubeconfig.
+	Kubeconfig string
+	// Env overrides or adds environment variables per sidecar container name.
+	Env map[string]map[string]string
+	// Binary overrides the extender executable per sidecar container name; by default each
+	// sidecar runs BuildExtender with its image's tags (see ImageTags).
+	Binary map[string]string
+	// Skip names sidecars not to start (their ports are still mapped, to closed ports).
+	Skip []string
+	// SchedulerArgs are appended to the scheduler container's own flags.
+	SchedulerArgs []string
+}
+
+// RunningDeployment is a deployment file running as local processes.
+type RunningDeployment struct {
+	*Deployment
+	Scheduler *Scheduler
+	// Extenders are the running sidecars by container name.
+	Extenders map[string]*Extender
+	// Ports maps each port of the pod (as the file gives it) to the loopback port standing in
+	// for it.
+	Ports map[int]int
+	// Config is the KubeSchedulerConfiguration the scheduler runs: the file's, with extender
+	// URLs pointed at the local ports (and its kubeconfig path set).
+	Config []byte
+}
+
+// RunDeployment runs a deployment file's pod as local processes against the cluster: every
+// sidecar as an extender process with the container's env and arguments, and kube-scheduler with
+// the container's flags and the ConfigMap's configuration. What a pod would give them differently
+// is changed and nothing else: ports are remapped to free loopback ports (HTTP_PORT and the
+// extenders' urlPrefix, whose host must be localhost or 127.0.0.1, as in a pod), the
+// configuration's kubeconfig path is set and --secure-port/--bind-address chosen, and
+// opts.Kubeconfig stands in for the service account (KUBECONFIG for the sidecars,
+// --authentication-kubeconfig and --authorization-kubeconfig for the scheduler). Everything is
+// stopped when t's cleanups run.
+func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDeployment {
+	t.Helper()
+	kubeconfig := opts.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = c.Kubeconfig
+	}
+	r := &RunningDeployment{Deployment: d, Extenders: map[string]*Extender{}, Ports: map[int]int{}}
+	for _, sc := range d.Sidecars {
+		port, _ := SidecarPort(sc)
+		r.Ports[port] = MustFreePort(t)
+	}
+	for _, sc := range d.Sidecars {
+		if slices.Contains(opts.Skip, sc.Name) {
+			continue
+		}
+		if len(sc.Command) > 0 && !(len(sc.Command) == 1 && sc.Command[0] == "/extender") {
+			t.Fatalf("%s: container %s: command %q: the harness runs the extender image's entrypoint only", d.Source, sc.Name, sc.Command)
+		}
+		bin := opts.Binary[sc.Name]
+		if bin == "" {
+			tags, err := ImageTags(sc.Image)
+			if err != nil {
+				t.Fatalf("%s: container %s: %v", d.Source, sc.Name, err)
+			}
+			bin = BuildExtender(t, tags...)
+		}
+		env := map[string]string{"KUBECONFIG": kubeconfig}
+		for _, e := range sc.Env {
+			if e.ValueFrom != nil {
+				t.Fatalf("%s: container %s: env %s uses valueFrom, which the harness does not resolve", d.Source, sc.Name, e.Name)
+			}
+			env[e.Name] = e.Value
+		}
+		for k, v := range opts.Env[sc.Name] {
+			env[k] = v
+		}
+		port, _ := SidecarPort(sc)
+		ready := "/readyz"
+		if p := sc.ReadinessProbe; p != nil && p.HTTPGet != nil {
+			ready = p.HTTPGet.Path
+		}
+		r.Extenders[sc.Name] = StartExtender(t, ExtenderOptions{
+			Name: "extender " + sc.Name, Binary: bin, Env: env, Args: sc.Args, Port: r.Ports[port], ReadyPath: ready,
+		})
+	}
+
+	cfg, err := RewriteExtenderURLs(d.SchedulerConfig, func(prefix string) (string, error) {
+		u, err := url.Parse(prefix)
+		if err != nil {
+			return "", err
+		}
+		if h := u.Hostname(); h != "localhost" && h != "127.0.0.1" {
+			return "", fmt.Errorf("urlPrefix %s: host %q is not the pod's own (localhost)", prefix, h)
+		}
+		port, _ := strconv.Atoi(u.Port())
+		local, ok := r.Ports[port]
+		if !ok {
+			return "", fmt.Errorf("urlPrefix %s: port %d is no sidecar's HTTP_PORT", prefix, port)
+		}
+		u.Host = "127.0.0.1:" + strconv.Itoa(local)
+		return u.String(), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", d.Source, err)
+	}
+	var args []string
+	skip := false
+	for _, a := range schedulerArgs(d.Scheduler) {
+		if skip {
+			skip = false
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "config", "secure-port", "bind-address", "kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig":
+			skip = !hasValue
+			continue
+		}
+		args = append(args, a)
+	}
+	args = append(args, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
+	args = append(args, opts.SchedulerArgs...)
+	r.Scheduler = c.StartScheduler(t, SchedulerOptions{Config: cfg, Kubeconfig: kubeconfig, Args: args})
+	r.Config, err = SetSchedulerKubeconfig(cfg, kubeconfig)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return r
+}
+
+// ProbeTimeout bounds how long CheckProbes waits for a probe to answer 200.
+const ProbeTimeout = 60 * time.Second
+
+// CheckProbes requests every HTTP liveness, readiness and startup probe of the running containers
+// on its local port, again and again as the kubelet would, and fails t unless each answers 200
+// within ProbeTimeout.
+func (r *RunningDeployment) CheckProbes(t T) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed on loopback
+	check := func(c corev1.Container, kind string, p *corev1.Probe, port int) {
+		if p == nil || p.HTTPGet == nil {
+			return
+		}
+		want := p.HTTPGet.Port
+		containerPort := want.IntValue()
+		if want.Type == intstr.String {
+			containerPort = 0
+			for _, cp := range c.Ports {
+				if cp.Name == want.StrVal {
+					containerPort = int(cp.ContainerPort)
+				}
+			}
+		}
+		if containerPort == 0 {
+			t.Fatalf("%s: container %s: %s probe port %s matches no containerPort", r.Source, c.Name, kind, want.String())
+		}
+		local := port
+		if local == 0 {
+			local = r.Ports[containerPort]
+		}
+		scheme := strings.ToLower(string(p.HTTPGet.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		u := fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, local, p.HTTPGet.Path)
+		// Like the kubelet, keep probing: a component may take a moment to become ready.
+		deadline := time.Now().Add(ProbeTimeout)
+		for {
+			resp, err := client.Get(u)
+			status := 0
+			if err == nil {
+				resp.Body.Close()
+				status = resp.StatusCode
+			}
+			if status == http.StatusOK {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: container %s: %s probe %s failed for %s: status %d, error %v", r.Source, c.Name, kind, u, ProbeTimeout, status, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	for _, c := range r.Sidecars {
+		if _, running := r.Extenders[c.Name]; !running {
+			continue
+		}
+		check(c, "liveness", c.LivenessProbe, 0)
+		check(c, "readiness", c.ReadinessProbe, 0)
+		check(c, "startup", c.StartupProbe, 0)
+	}
+	// The scheduler's probes must target its secure port (10259 unless --secure-port says
+	// otherwise), remapped here.
+	s := r.Deployment.Scheduler
+	securePort := flagValue(schedulerArgs(s), "secure-port")
+	if securePort == "" {
+		securePort = "10259"
+	}
+	for kind, p := range map[string]*corev1.Probe{"liveness": s.LivenessProbe, "readiness": s.ReadinessProbe, "startup": s.StartupProbe} {
+		if p != nil && p.HTTPGet != nil && p.HTTPGet.Port.String() != securePort {
+			t.Fatalf("%s: container %s: %s probe port %s is not its secure port %s", r.Source, s.Name, kind, p.HTTPGet.Port.String(), securePort)
+		}
+	}
+	check(s, "liveness", s.LivenessProbe, r.Scheduler.Port)
+	check(s, "readiness", s.ReadinessProbe, r.Scheduler.Port)
+	check(s, "startup", s.StartupProbe, r.Scheduler.Port)
+}
