@@ -6,7 +6,10 @@ AGENTS    := safe congestion pigeon template
 BIN       := bin
 FUZZTIME  ?= 15s
 
-.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test unit fuzz e2e lint images run bench bench-e2e clean
+.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test prometheus unit fuzz e2e lint images run bench bench-e2e clean
+
+# The Prometheus tests of the node annotator must run, not skip, under make test.
+export REQUIRE_PROMETHEUS := 1
 
 all: build
 
@@ -22,7 +25,11 @@ build-annotator:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/node-annotator ./cmd/node-annotator
 
 ## test: every test: lint, unit tests (race detector on), a short fuzz run, end to end on a real control plane
-test: lint unit fuzz e2e
+test: lint prometheus unit fuzz e2e
+
+## prometheus: installs Debian's prometheus (for the annotator's tests) when missing
+prometheus:
+	sh hack/install-prometheus.sh
 
 unit:
 	$(GO) test -race -count=1 ./...
@@ -31,6 +38,7 @@ unit:
 ## fuzz: a short run of the request fuzzer; FUZZTIME=10m make fuzz for a long one
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./server
+	$(GO) test -run '^$$' -fuzz '^FuzzNodeItemSpans$$' -fuzztime $(FUZZTIME) ./server
 
 ## e2e: builds etcd, kube-apiserver and kube-scheduler once (cached in .cache/), then runs them
 e2e:

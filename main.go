@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 
+	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/server"
 	"github.com/kube-safe-scheduler/extender/settings"
@@ -140,6 +141,8 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	set := settings.New(fs, getenv)
 	var cfg config
 	cfg.declare(set, names)
+	var clusterCfg cluster.Config
+	clusterCfg.Declare(set)
 	constructors := map[string]func(deps) (framework.Agent, error){}
 	for _, p := range plugins {
 		constructors[p.name] = p.declare(set)
@@ -161,6 +164,20 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
 	}
 
+	cluster.RouteKlog(log)
+	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-extender/"+version)
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration error:\ncluster access: %v\n", err)
+		return 2
+	}
+	// view and ready stay nil without cluster access (a nil *cluster.State in the interface
+	// would not be nil).
+	var view framework.Cluster
+	var ready func() bool
+	if state != nil {
+		view, ready = state, state.HasSynced
+	}
+
 	selected, err := selectAgents(cfg.agents, names)
 	if err != nil {
 		fmt.Fprintf(stderr, "configuration error:\ninvalid AGENTS (or --agents): %v\n", err)
@@ -168,7 +185,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 	var agents []framework.Agent
 	for _, name := range selected {
-		a, err := constructors[name](deps{log: log.WithField("agent", name)})
+		a, err := constructors[name](deps{log: log.WithField("agent", name), cluster: view})
 		if err != nil {
 			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", name, err)
 			return 2
@@ -181,6 +198,8 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	handler, err := server.New(agents, server.Options{
 		Version:      version,
 		MaxBodyBytes: cfg.maxBodyBytes,
+		Lookup:       view,
+		Ready:        ready,
 		Log:          log,
 		Registry:     reg,
 	})
@@ -194,8 +213,12 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.listen, err)
 		return 1
 	}
-	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ",")}).
-		Info("extender serving")
+	if state != nil {
+		stopCluster := state.Start(ctx)
+		defer stopCluster()
+	}
+	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
+		"cluster": state != nil}).Info("extender serving")
 	if err := server.Serve(ctx, ln, handler, log); err != nil {
 		log.Errorf("server stopped: %v", err)
 		return 1

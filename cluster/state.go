@@ -1,0 +1,288 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// State is the informer-backed view of the cluster. Build it with Connect or NewState, start it
+// once with Start; every method is safe for concurrent use, before and after the caches sync.
+type State struct {
+	client kubernetes.Interface
+	// rest is the client configuration, nil for a State built over a given clientset.
+	rest   *rest.Config
+	log    *logrus.Entry
+	health *apiHealth
+
+	nodes cache.SharedIndexInformer
+	pods  cache.SharedIndexInformer
+	// podsHandled reports that the allocation handler has seen the pods' initial list.
+	podsHandled cache.ResourceEventHandlerRegistration
+
+	mu sync.RWMutex
+	// contribution is what each pod counted in alloc, by its cache key (namespace/name);
+	// pods that count nothing (unbound, terminated) are absent.
+	contribution map[string]podShare
+	// alloc holds each node's summed requests. A map stored here is never modified again
+	// (updates store a new map), so Allocated can hand it out without copying.
+	alloc map[string]framework.Amounts
+
+	startOnce sync.Once
+}
+
+// podShare is one pod's part of its node's allocation.
+type podShare struct {
+	node    string
+	amounts framework.Amounts
+}
+
+var _ framework.Cluster = (*State)(nil)
+
+// Connect builds the State for cfg, or returns nil (and no error) when cfg gives no cluster
+// access. userAgent identifies the program to the API server.
+func Connect(cfg Config, log *logrus.Entry, userAgent string) (*State, error) {
+	rc, err := cfg.RESTConfig(userAgent)
+	if err != nil || rc == nil {
+		return nil, err
+	}
+	health := newAPIHealth(log)
+	rc.Wrap(health.wrap)
+	client, err := Client(rc)
+	if err != nil {
+		return nil, err
+	}
+	log.WithField("apiserver", rc.Host).Info("cluster access configured")
+	s := newState(client, log, health)
+	s.rest = rest.CopyConfig(rc)
+	return s, nil
+}
+
+// NewState builds the State over client (tests hand it a fake clientset). Nothing is listed
+// before Start.
+func NewState(client kubernetes.Interface, log *logrus.Entry) *State {
+	return newState(client, log, newAPIHealth(log))
+}
+
+func newState(client kubernetes.Interface, log *logrus.Entry, health *apiHealth) *State {
+	s := &State{
+		client:       client,
+		log:          log,
+		health:       health,
+		contribution: map[string]podShare{},
+		alloc:        map[string]framework.Amounts{},
+	}
+	s.nodes = coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
+	// Terminated pods hold no resources: leave them in the API server. A pod that terminates
+	// leaves the watch's selection and arrives as a deletion.
+	s.pods = coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.AndSelectors(
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+			).String()
+		})
+	for kind, inf := range map[string]cache.SharedIndexInformer{"nodes": s.nodes, "pods": s.pods} {
+		// Neither call can fail before the informer starts.
+		_ = inf.SetTransform(strip)
+		_ = inf.SetWatchErrorHandlerWithContext(health.watchErrorHandler(kind))
+	}
+	reg, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.podChanged(obj) },
+		UpdateFunc: func(_, obj any) { s.podChanged(obj) },
+		DeleteFunc: s.podDeleted,
+	})
+	if err != nil {
+		// AddEventHandler fails only on an informer that has stopped; this one has not started.
+		panic(fmt.Sprintf("cluster: registering the pod handler: %v", err))
+	}
+	s.podsHandled = reg
+	return s
+}
+
+// Client returns the clientset the State watches through (shared; the annotator patches with it).
+func (s *State) Client() kubernetes.Interface { return s.client }
+
+// RESTConfig returns a copy of the client configuration the State was connected with (nil for
+// a State built by NewState), for clients of other API groups.
+func (s *State) RESTConfig() *rest.Config {
+	if s.rest == nil {
+		return nil
+	}
+	return rest.CopyConfig(s.rest)
+}
+
+// Start runs the informers until ctx is done or stop is called; stop returns once they have
+// stopped. Only the first call starts anything.
+func (s *State) Start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	s.startOnce.Do(func() {
+		s.log.Info("starting the node and pod informers")
+		wg.Go(func() { s.nodes.RunWithContext(ctx) })
+		wg.Go(func() { s.pods.RunWithContext(ctx) })
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// WaitForSync blocks until the caches have synced or ctx is done, and reports which.
+func (s *State) WaitForSync(ctx context.Context) bool {
+	return cache.WaitForCacheSync(ctx.Done(), s.HasSynced)
+}
+
+// HasSynced implements framework.Cluster: both caches have been filled once and the
+// allocation has counted every pod of the initial list.
+func (s *State) HasSynced() bool {
+	return s.nodes.HasSynced() && s.pods.HasSynced() && s.podsHandled.HasSynced()
+}
+
+// APILost reports whether the last request to the API server failed (the State then serves
+// what it last saw).
+func (s *State) APILost() bool { return s.health.Lost() }
+
+// Node implements framework.NodeLookup.
+func (s *State) Node(name string) (*corev1.Node, bool) {
+	obj, ok, err := s.nodes.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	n, ok := obj.(*corev1.Node)
+	return n, ok
+}
+
+// Nodes implements framework.Cluster.
+func (s *State) Nodes() []*corev1.Node {
+	objs := s.nodes.GetStore().List()
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Pods implements framework.Cluster.
+func (s *State) Pods() []*corev1.Pod {
+	objs := s.pods.GetStore().List()
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && !terminated(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Allocated implements framework.Cluster. The map returned is never modified afterwards; callers
+// must not modify it either.
+func (s *State) Allocated(node string) framework.Amounts {
+	s.mu.RLock()
+	a, ok := s.alloc[node]
+	s.mu.RUnlock()
+	if !ok {
+		return framework.Amounts{}
+	}
+	return a
+}
+
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// share returns what pod adds to its node's allocation: its requests (as PodRequests computes
+// them; cpu in millicores, everything else in its base unit) and 1 under "pods". Unbound and
+// terminated pods add nothing (ok false).
+func share(p *corev1.Pod) (podShare, bool) {
+	if p.Spec.NodeName == "" || terminated(p) {
+		return podShare{}, false
+	}
+	reqs := framework.PodRequests(p)
+	a := make(framework.Amounts, len(reqs)+1)
+	for name, q := range reqs {
+		var v int64
+		if name == corev1.ResourceCPU {
+			v = q.MilliValue()
+		} else {
+			v = q.Value()
+		}
+		if v != 0 {
+			a[name] = v
+		}
+	}
+	a[corev1.ResourcePods] += 1
+	return podShare{node: p.Spec.NodeName, amounts: a}, true
+}
+
+func (s *State) podChanged(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key, err := cache.MetaNamespaceKeyFunc(p)
+	if err != nil {
+		return
+	}
+	next, counts := share(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, counted := s.contribution[key]
+	if counted && counts && prev.node == next.node && maps.Equal(prev.amounts, next.amounts) {
+		return // a status or label change: the allocation stays
+	}
+	if counted {
+		s.addLocked(prev.node, prev.amounts, -1)
+		delete(s.contribution, key)
+	}
+	if counts {
+		s.addLocked(next.node, next.amounts, +1)
+		s.contribution[key] = next
+	}
+}
+
+func (s *State) podDeleted(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, counted := s.contribution[key]; counted {
+		s.addLocked(prev.node, prev.amounts, -1)
+		delete(s.contribution, key)
+	}
+}
+
+// addLocked adds sign*amounts to node's allocation, storing a new map (copy on write).
+// Resources that fall to zero are removed; a node left with nothing is removed.
+func (s *State) addLocked(node string, amounts framework.Amounts, sign int64) {
+	old := s.alloc[node]
+	next := make(framework.Amounts, len(old)+len(amounts))
+	maps.Copy(next, old)
+	for name, v := range amounts {
+		next[name] += sign * v
+		if next[name] == 0 {
+			delete(next, name)
+		}
+	}
+	if len(next) == 0 {
+		delete(s.alloc, node)
+		return
+	}
+	s.alloc[node] = next
+}

@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// strip is the informers' transform: it runs on every object before the cache stores it and
+// keeps only what the agents and the allocation read, so that the cache's memory stays in
+// proportion to what is used. Objects of other types pass through unchanged.
+//
+// Nodes keep everything but their managed fields and their image list (status.images, often
+// the largest part of a node object, read by kube-scheduler's ImageLocality and by no agent).
+//
+// Pods keep: namespace, name, UID, resource version, labels, deletion timestamp; spec.nodeName;
+// status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
+// reads: each container's and init container's name, resource requests and restart policy,
+// the pod-level resource requests and the overhead. Everything else (images, commands, env, volumes,
+// probes, annotations, owner references, status details) is dropped.
+func strip(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		// Since client-go 1.27 a transform sees the object first and may change it in place.
+		o.ManagedFields = nil
+		o.Status.Images = nil
+		return o, nil
+	case *corev1.Pod:
+		return stripPod(o), nil
+	}
+	return obj, nil
+}
+
+func stripPod(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         p.Namespace,
+			Name:              p.Name,
+			UID:               p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			Labels:            p.Labels,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:       p.Spec.NodeName,
+			Containers:     stripContainers(p.Spec.Containers),
+			InitContainers: stripContainers(p.Spec.InitContainers),
+			Overhead:       p.Spec.Overhead,
+			Resources:      podResources(p.Spec.Resources),
+		},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+}
+
+func stripContainers(in []corev1.Container) []corev1.Container {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i, c := range in {
+		out[i] = corev1.Container{
+			Name:          c.Name,
+			Resources:     corev1.ResourceRequirements{Requests: c.Resources.Requests},
+			RestartPolicy: c.RestartPolicy,
+		}
+	}
+	return out
+}
+
+// podResources keeps the pod-level requests (limits are not read; dropping them saves a map per
+// pod that sets them).
+func podResources(r *corev1.ResourceRequirements) *corev1.ResourceRequirements {
+	if r == nil || len(r.Requests) == 0 {
+		return nil
+	}
+	return &corev1.ResourceRequirements{Requests: r.Requests}
+}

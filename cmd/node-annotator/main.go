@@ -1,0 +1,154 @@
+// Command node-annotator writes the node annotations the extender's agents read: each node's
+// allocation (requested-*, free-*) and its usage statistics (mean-free-*, std-free-*,
+// forcasted-free-*, statistics-timestamp) from Prometheus or the metrics API. It only wires;
+// the work is in package annotator.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sirupsen/logrus"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/kube-safe-scheduler/extender/annotator"
+	"github.com/kube-safe-scheduler/extender/cluster"
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+// version is stamped at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
+}
+
+var logLevels = map[string]logrus.Level{
+	"TRACE": logrus.TraceLevel, "DEBUG": logrus.DebugLevel, "INFO": logrus.InfoLevel,
+	"WARNING": logrus.WarnLevel, "ERROR": logrus.ErrorLevel, "ALERT": logrus.FatalLevel,
+}
+
+func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
+	fs := flag.NewFlagSet("node-annotator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: node-annotator [flags]\n\n"+
+			"Writes node annotations for the kube-safe-scheduler agents: allocation (requested-*, free-*) every INTERVAL,\n"+
+			"usage statistics (mean-free-*, std-free-*, forcasted-free-*, statistics-timestamp) every STATS_INTERVAL.\n"+
+			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	set := settings.New(fs, getenv)
+	var cfg annotator.Config
+	cfg.Declare(set)
+	var clusterCfg cluster.Config
+	clusterCfg.Declare(set)
+	if err := set.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+		return 2
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+		return 2
+	}
+
+	log := logrus.New()
+	log.SetOutput(stderr)
+	log.SetLevel(logLevels[cfg.LogLevel])
+	if cfg.LogFormat == "json" {
+		log.SetFormatter(&logrus.JSONFormatter{})
+	} else {
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	}
+	cluster.RouteKlog(log)
+
+	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-node-annotator/"+version)
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration error:\ncluster access: %v\n", err)
+		return 2
+	}
+	if state == nil {
+		fmt.Fprintln(stderr, "configuration error:\nthe node annotator needs cluster access: set KUBECONFIG (or --kubeconfig), "+
+			"or run it in a pod, and do not set CLUSTER_ACCESS=none")
+		return 2
+	}
+	var metrics metricsclient.Interface
+	if cfg.Source == annotator.SourceMetricsAPI {
+		if metrics, err = metricsclient.NewForConfig(state.RESTConfig()); err != nil {
+			fmt.Fprintf(stderr, "configuration error:\nmetrics API client: %v\n", err)
+			return 2
+		}
+	}
+	source, err := annotator.NewSource(cfg, metrics)
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+		return 2
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a, err := annotator.New(cfg, state, state.Client(), source, log.WithField("component", "annotator"), reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+		return 2
+	}
+
+	if cfg.Listen != "" {
+		ln, err := net.Listen("tcp", listenAddress(cfg.Listen))
+		if err != nil {
+			log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.Listen, err)
+			return 1
+		}
+		srv := &http.Server{Handler: annotator.Handler(state.HasSynced, reg), ReadHeaderTimeout: 5 * time.Second,
+			WriteTimeout: 30 * time.Second, MaxHeaderBytes: 1 << 16}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Errorf("probe server stopped: %v", err)
+			}
+		}()
+		defer func() {
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shutdown)
+		}()
+		log.WithField("address", ln.Addr().String()).Info("serving /healthz, /readyz and /metrics")
+	}
+
+	stopCluster := state.Start(ctx)
+	defer stopCluster()
+	sourceName := "none"
+	if source != nil {
+		sourceName = source.Name()
+	}
+	log.WithFields(logrus.Fields{"version": version, "source": sourceName, "interval": cfg.Interval,
+		"statsInterval": cfg.StatsInterval, "window": cfg.Window}).Info("node annotator started")
+	if err := a.Run(ctx); err != nil {
+		log.Errorf("annotator stopped: %v", err)
+		return 1
+	}
+	log.Info("node annotator stopped")
+	return 0
+}
+
+func listenAddress(v string) string {
+	if _, err := strconv.ParseUint(v, 10, 16); err == nil {
+		return ":" + v
+	}
+	return v
+}
