@@ -6,7 +6,7 @@ AGENTS    := safe congestion pigeon template
 BIN       := bin
 FUZZTIME  ?= 15s
 
-.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test prometheus unit fuzz e2e lint images run bench bench-e2e clean
+.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -25,7 +25,7 @@ build-annotator:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/node-annotator ./cmd/node-annotator
 
 ## test: every test: lint, unit tests (race detector on), a short fuzz run, end to end on a real control plane
-test: lint prometheus unit fuzz e2e
+test: lint prometheus unit fuzz load e2e
 
 ## prometheus: installs Debian's prometheus (for the annotator's tests) when missing
 prometheus:
@@ -39,6 +39,10 @@ unit:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./server
 	$(GO) test -run '^$$' -fuzz '^FuzzNodeItemSpans$$' -fuzztime $(FUZZTIME) ./server
+
+## load: one extender process, 8 clients, 10,000 mixed requests: no error, no memory growth
+load:
+	LOAD_TEST=1 $(GO) test -count=1 -run '^TestLoad$$' -v ./bench
 
 ## e2e: builds etcd, kube-apiserver and kube-scheduler once (cached in .cache/), then runs them
 e2e:
@@ -60,9 +64,10 @@ images:
 run:
 	cd e2e && $(GO) run ./cmd/demo
 
-## bench: Go benchmarks of every agent function through the HTTP handler
+## bench: Go benchmarks of every agent function through the HTTP handler, then the load run
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(MAKE) load
 
 ## bench-e2e: pods/s of kube-scheduler alone and with the extenders, side by side
 bench-e2e:
