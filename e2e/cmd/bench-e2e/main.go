@@ -3,6 +3,7 @@
 // for
 //
 //	alone:  kube-scheduler without extenders
+//	floor:  the names call pattern served by the template agent (the mechanism's own cost)
 //	names:  + safe filter, safe-overload priority, congestion priority (nodeCacheCapable: true)
 //	full:   the same extenders receiving full Node objects (nodeCacheCapable: false)
 //	pigeon: names + the pigeon-holing priority
@@ -18,7 +19,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,9 +31,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
@@ -41,7 +46,50 @@ type mode struct {
 	extenders func(p ports) string
 }
 
-type ports struct{ safe, congestion, pigeon int }
+type ports struct{ safe, congestion, pigeon, template, template2 int }
+
+func (p ports) all() []int { return []int{p.safe, p.congestion, p.pigeon, p.template, p.template2} }
+
+// serveTimes reads every extender's /metrics and returns, per "agent/function/verb", the
+// requests served and the seconds spent serving them.
+func serveTimes(p ports) map[string][2]float64 {
+	out := map[string][2]float64{}
+	for _, port := range p.all() {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			for k, suffix := range []string{"_count{", "_sum{"} {
+				prefix := "extender_request_duration_seconds" + suffix
+				if !strings.HasPrefix(line, prefix) {
+					continue
+				}
+				labels, value, ok := strings.Cut(line[len(prefix):], "} ")
+				v, err := strconv.ParseFloat(value, 64)
+				if !ok || err != nil {
+					continue
+				}
+				key := labelValue(labels, "agent") + "/" + labelValue(labels, "function") + "/" + labelValue(labels, "verb")
+				e := out[key]
+				e[k] += v
+				out[key] = e
+			}
+		}
+	}
+	return out
+}
+
+func labelValue(labels, name string) string {
+	_, rest, ok := strings.Cut(labels, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}
 
 func safeCongestion(p ports, cacheCapable bool) string {
 	return fmt.Sprintf(`extenders:
@@ -59,6 +107,22 @@ func safeCongestion(p ports, cacheCapable bool) string {
 
 var modes = []mode{
 	{"alone", "kube-scheduler alone", func(ports) string { return "" }},
+	// floor: the names mode's call pattern (a filter and a priority on one extender, a priority
+	// on another) served by the template agent, whose functions cost next to nothing: what the
+	// HTTP extender mechanism itself costs.
+	{"floor", "template filter + 2 template priorities, NodeNames", func(p ports) string {
+		return fmt.Sprintf(`extenders:
+- urlPrefix: http://127.0.0.1:%d/scheduler
+  filterVerb: predicates/template-label
+  prioritizeVerb: priorities/template-score
+  weight: 1
+  nodeCacheCapable: true
+- urlPrefix: http://127.0.0.1:%d/scheduler
+  prioritizeVerb: priorities/template-score
+  weight: 1
+  nodeCacheCapable: true
+`, p.template, p.template2)
+	}},
 	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }},
 	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }},
 	{"pigeon", "names + pigeon-holing", func(p ports) string {
@@ -73,7 +137,7 @@ var modes = []mode{
 func main() {
 	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
 	pods := flag.Int("pods", 1000, "pods scheduled per mode")
-	only := flag.String("modes", "alone,names,full,pigeon", "comma-separated modes to run")
+	only := flag.String("modes", "alone,floor,names,full,pigeon", "comma-separated modes to run")
 	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
 	flag.Parse()
 
@@ -96,6 +160,7 @@ func main() {
 		nodes int
 		mode  mode
 		rate  float64
+		serve string
 	}
 	var rows []row
 	for _, n := range counts {
@@ -108,17 +173,19 @@ func main() {
 			if !selected[m.name] {
 				continue
 			}
+			before := serveTimes(p)
 			rate := runMode(s, c, client, m, p, n, *pods, *timeout)
-			fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, %s: %.1f pods/s\n", n, m.name, rate)
-			rows = append(rows, row{n, m, rate})
+			serve := serveSummary(before, serveTimes(p), *pods)
+			fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, %s: %.1f pods/s; extender time per call: %s\n", n, m.name, rate, serve)
+			rows = append(rows, row{n, m, rate, serve})
 		}
 		s.Close() // stop this cluster before the next node count
 		s = harness.NewSession(os.Stderr)
 	}
 
 	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode, %s, %d CPUs\n\n", *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
-	fmt.Println("| nodes | mode | pods/s | ratio to alone |")
-	fmt.Println("|---:|---|---:|---:|")
+	fmt.Println("| nodes | mode | pods/s | ratio to alone | extender's own time per call (mean) |")
+	fmt.Println("|---:|---|---:|---:|---|")
 	base := map[int]float64{}
 	for _, r := range rows {
 		if r.mode.name == "alone" {
@@ -130,8 +197,31 @@ func main() {
 		if b := base[r.nodes]; b > 0 {
 			ratio = fmt.Sprintf("%.2f", r.rate/b)
 		}
-		fmt.Printf("| %d | %s (%s) | %.1f | %s |\n", r.nodes, r.mode.name, r.mode.about, r.rate, ratio)
+		fmt.Printf("| %d | %s (%s) | %.1f | %s | %s |\n", r.nodes, r.mode.name, r.mode.about, r.rate, ratio, r.serve)
 	}
+}
+
+// serveSummary gives, per function called during a mode, the mean time the extender spent on
+// one call (from its own latency histogram): the part of each call the extender controls.
+func serveSummary(before, after map[string][2]float64, pods int) string {
+	var parts []string
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		calls := after[k][0] - before[k][0]
+		if calls < 1 {
+			continue
+		}
+		secs := after[k][1] - before[k][1]
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", k[strings.Index(k, "/")+1:], 1000*secs/calls))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func numCPU() int {
@@ -161,12 +251,14 @@ func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 		specs[i] = harness.NodeSpec{
 			Name: fmt.Sprintf("node-%05d", i), CPU: "32", Memory: "128Gi", Pods: "110",
 			Annotations: map[string]string{
-				"mean-free-cpu":     strconv.Itoa(16000 + (i*7919)%12000),
-				"std-free-cpu":      strconv.Itoa(500 + (i*104729)%1500),
-				"mean-free-memory":  strconv.FormatInt(int64(60+(i*31)%50)<<30, 10),
-				"std-free-memory":   strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
-				"congestion-factor": strconv.Itoa((i * 37) % 100),
+				"mean-free-cpu":           strconv.Itoa(16000 + (i*7919)%12000),
+				"std-free-cpu":            strconv.Itoa(500 + (i*104729)%1500),
+				"mean-free-memory":        strconv.FormatInt(int64(60+(i*31)%50)<<30, 10),
+				"std-free-memory":         strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
+				"congestion-factor":       strconv.Itoa((i * 37) % 100),
+				"template.extender/score": strconv.Itoa(i % 11),
 			},
+			Labels: map[string]string{"template.extender/allowed": "true"},
 		}
 	}
 	parallel(s, n, func(i int) error {
@@ -216,6 +308,8 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 		safe:       start("safe", map[string]string{}),
 		congestion: start("congestion", map[string]string{}),
 		pigeon:     start("pigeon", map[string]string{"POLICY_OBJECTIVE": "A_BINPACK"}),
+		template:   start("template", map[string]string{}),
+		template2:  start("template", map[string]string{}),
 	}
 }
 
@@ -237,11 +331,44 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 		return err
 	})
 
-	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		s.Fatalf("watch: %v", err)
+	// Bindings are timed by an informer (it re-establishes its watch if the server closes it).
+	var mu sync.Mutex
+	bound := map[string]bool{}
+	var first, last time.Time
+	allBound := make(chan struct{})
+	record := func(obj any) {
+		pod, _ := obj.(*corev1.Pod)
+		if pod == nil || pod.Spec.NodeName == "" {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if bound[pod.Name] {
+			return
+		}
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+		bound[pod.Name] = true
+		if len(bound) == pods {
+			close(allBound)
+		}
 	}
-	defer w.Stop()
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		s.Fatalf("informer: %v", err)
+	}
+	stop := make(chan struct{})
+	defer factory.Shutdown()
+	defer close(stop) // runs first: Shutdown waits for the informer to stop
+	factory.Start(stop)
+	factory.WaitForCacheSync(ctx.Done())
 
 	cfg := `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -256,30 +383,13 @@ profiles:
 	sched := c.StartScheduler(s, harness.SchedulerOptions{Name: "scheduler-" + m.name, Config: []byte(cfg)})
 	defer sched.Stop()
 
-	bound := map[string]bool{}
-	var first, last time.Time
-	for len(bound) < pods {
-		select {
-		case <-ctx.Done():
-			s.Fatalf("%s: %d of %d pods bound before the timeout; scheduler log:\n%s", m.name, len(bound), pods, sched.Tail(30))
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				s.Fatalf("%s: the pod watch closed", m.name)
-			}
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			pod, _ := ev.Object.(*corev1.Pod)
-			if pod == nil || pod.Spec.NodeName == "" || bound[pod.Name] {
-				continue
-			}
-			now := time.Now()
-			if first.IsZero() {
-				first = now
-			}
-			last = now
-			bound[pod.Name] = true
-		}
+	select {
+	case <-allBound:
+	case <-ctx.Done():
+		mu.Lock()
+		n := len(bound)
+		mu.Unlock()
+		s.Fatalf("%s: %d of %d pods bound before the timeout; scheduler log:\n%s", m.name, n, pods, sched.Tail(30))
 	}
 	sched.Stop()
 	// Free the nodes for the next mode: no kubelet runs, so delete at once.
