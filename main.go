@@ -29,6 +29,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/logging"
 	"github.com/kube-safe-scheduler/extender/server"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
@@ -77,8 +78,7 @@ func compiledIn() []plugin {
 type config struct {
 	listen       string
 	agents       string
-	logLevel     string
-	logFormat    string
+	log          logging.Config
 	maxBodyBytes int64
 }
 
@@ -87,9 +87,7 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"address to serve on: a port (5401) or host:port (127.0.0.1:5401)", checkListen)
 	s.String(&c.agents, "AGENTS", "agents", strings.Join(compiled, ","),
 		"comma-separated agents to serve, among those compiled in ("+strings.Join(compiled, ", ")+")", nil)
-	s.Enum(&c.logLevel, "LOG_LEVEL", "log-level", "INFO",
-		[]string{"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "ALERT"}, "log level")
-	s.Enum(&c.logFormat, "LOG_FORMAT", "log-format", "text", []string{"text", "json"}, "log format")
+	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
 }
@@ -109,13 +107,6 @@ func listenAddress(v string) string {
 		return ":" + v
 	}
 	return v
-}
-
-// logLevels maps the original's level names onto logrus levels. ALERT, the original's most
-// severe level, keeps only fatal messages.
-var logLevels = map[string]logrus.Level{
-	"TRACE": logrus.TraceLevel, "DEBUG": logrus.DebugLevel, "INFO": logrus.InfoLevel,
-	"WARNING": logrus.WarnLevel, "ERROR": logrus.ErrorLevel, "ALERT": logrus.FatalLevel,
 }
 
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
@@ -155,14 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 
-	log := logrus.New()
-	log.SetOutput(stderr)
-	log.SetLevel(logLevels[cfg.logLevel])
-	if cfg.logFormat == "json" {
-		log.SetFormatter(&logrus.JSONFormatter{})
-	} else {
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	}
+	log := cfg.log.New(stderr)
 
 	cluster.RouteKlog(log)
 	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-extender/"+version)

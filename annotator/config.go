@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kube-safe-scheduler/extender/internal/logging"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 
@@ -23,8 +24,8 @@ const (
 type Config struct {
 	// Listen is the address of the probe and metrics endpoints (HTTP_PORT).
 	Listen string
-	// LogLevel and LogFormat (LOG_LEVEL, LOG_FORMAT).
-	LogLevel, LogFormat string
+	// Log is the logger's level and format (LOG_LEVEL, LOG_FORMAT).
+	Log logging.Config
 
 	// Interval is the period of the allocation annotations and of metrics API sampling (INTERVAL).
 	Interval time.Duration
@@ -61,9 +62,7 @@ type Config struct {
 func (c *Config) Declare(s *settings.Set) {
 	s.String(&c.Listen, "HTTP_PORT", "listen", ":8080",
 		"address of /healthz, /readyz and /metrics: a port (8080) or host:port; empty to serve nothing", nil)
-	s.Enum(&c.LogLevel, "LOG_LEVEL", "log-level", "INFO",
-		[]string{"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "ALERT"}, "log level")
-	s.Enum(&c.LogFormat, "LOG_FORMAT", "log-format", "text", []string{"text", "json"}, "log format")
+	c.Log.Declare(s)
 
 	s.Duration(&c.Interval, "INTERVAL", "interval", 30*time.Second, time.Second, time.Hour,
 		"period of the allocation annotations and of metrics API sampling")

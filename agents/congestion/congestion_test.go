@@ -2,8 +2,6 @@ package congestion
 
 import (
 	"context"
-	"flag"
-	"io"
 	"math"
 	"strings"
 	"testing"
@@ -12,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 )
 
 func TestScore(t *testing.T) {
@@ -145,9 +143,7 @@ func TestAgentScores(t *testing.T) {
 }
 
 func parse(env map[string]string, args ...string) (Config, error) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s := extendertest.Settings(env)
 	var c Config
 	c.Declare(s)
 	err := s.Parse(args)

@@ -1,11 +1,8 @@
 package pigeon
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -14,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/server"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 )
 
 // benchCluster returns n nodes with all five resources, usage both in their requested-*
@@ -121,25 +116,15 @@ func benchPrioritize(b *testing.B, obj Objective, cl framework.Cluster, nodes []
 // nodeCacheCapable request naming all 5000 nodes of the cache (A_BINPACK, 5 resources).
 func BenchmarkHTTPNodeNames(b *testing.B) {
 	nodes, cache := benchCluster(5000)
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	h, err := server.New([]framework.Agent{newAgent(b, config(MaxResources, ABinpack), cache)}, server.Options{Lookup: cache, Log: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
+	h := extendertest.NewHandler(b, cache, newAgent(b, config(MaxResources, ABinpack), cache))
 	p := benchPod()
+	args := extendertest.Args(p, nodes, true) // args.Pod is p: each call below encodes its new UID
 	durations := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p.UID = types.UID(strconv.Itoa(i))
-		body, _ := json.Marshal(extenderv1.ExtenderArgs{Pod: p, NodeNames: &names})
-		req := httptest.NewRequest(http.MethodPost, "/scheduler/priorities/"+PriorityPigeonHoling, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
+		req := extendertest.NewRequest("/scheduler/priorities/"+PriorityPigeonHoling, extendertest.Body(b, args))
 		rec := httptest.NewRecorder()
 		start := time.Now()
 		h.ServeHTTP(rec, req)

@@ -1,8 +1,6 @@
 package pigeon
 
 import (
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,16 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 )
 
 // load declares the settings, parses args and env, applies the file and validates, as main
 // and pigeon.go do.
 func load(t *testing.T, args []string, env map[string]string) (Config, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s := extendertest.Settings(env)
 	var cfg Config
 	cfg.Declare(s)
 	if err := s.Parse(args); err != nil {

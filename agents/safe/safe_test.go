@@ -3,8 +3,6 @@ package safe
 import (
 	"bytes"
 	"context"
-	"flag"
-	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 )
 
 // The fixtures: nodes of 4 cpus (4000m) and 8000 bytes of memory, pods asking 400m and 800
@@ -268,9 +266,7 @@ func TestDefaultOverloadScores(t *testing.T) {
 
 // parse declares a safe Config on a fresh settings.Set and parses args and env.
 func parse(env map[string]string, args ...string) (Config, error) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s := extendertest.Settings(env)
 	var c Config
 	c.Declare(s)
 	err := s.Parse(args)

@@ -1,80 +1,15 @@
 package safe
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
-	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/server"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 )
-
-// lookup is the fake node cache behind NodeNames requests.
-type lookup map[string]*corev1.Node
-
-func (l lookup) Node(name string) (*corev1.Node, bool) { n, ok := l[name]; return n, ok }
-
-func newHandler(t testing.TB, a framework.Agent, nodes []*corev1.Node) http.Handler {
-	t.Helper()
-	l := lookup{}
-	for _, n := range nodes {
-		l[n.Name] = n
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	h, err := server.New([]framework.Agent{a}, server.Options{Lookup: l, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// requestBody encodes ExtenderArgs for pod and nodes, as full Node objects or as names.
-func requestBody(t testing.TB, pod *corev1.Pod, nodes []*corev1.Node, names bool) []byte {
-	t.Helper()
-	args := extenderv1.ExtenderArgs{Pod: pod}
-	if names {
-		list := make([]string, len(nodes))
-		for i, n := range nodes {
-			list[i] = n.Name
-		}
-		args.NodeNames = &list
-	} else {
-		args.Nodes = &corev1.NodeList{}
-		for _, n := range nodes {
-			args.Nodes.Items = append(args.Nodes.Items, *n)
-		}
-	}
-	body, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
-}
-
-func post(t testing.TB, h http.Handler, path string, body []byte, out any) {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body)
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
-		t.Fatalf("POST %s: %v in %s", path, err, rec.Body)
-	}
-}
 
 // TestRequestForms sends the same nodes as full Node objects and as names: the verdicts,
 // reasons and scores must be the same.
@@ -90,13 +25,12 @@ func TestRequestForms(t *testing.T) {
 	}
 	nodes = append(nodes, benchNodes(40)...)
 	a := newAgent(t, DefaultConfig(), nil)
-	h := newHandler(t, a, nodes)
+	h := extendertest.NewHandler(t, extendertest.LookupOf(nodes), a)
 	pod := makePod("400m", "800")
-	full, names := requestBody(t, pod, nodes, false), requestBody(t, pod, nodes, true)
+	full, names := extendertest.Args(pod, nodes, false), extendertest.Args(pod, nodes, true)
 
-	var rf, rn extenderv1.ExtenderFilterResult
-	post(t, h, "/scheduler/predicates/"+FilterOverload, full, &rf)
-	post(t, h, "/scheduler/predicates/"+FilterOverload, names, &rn)
+	rf := extendertest.Filter(t, h, FilterOverload, full)
+	rn := extendertest.Filter(t, h, FilterOverload, names)
 	if rf.Error != "" || rn.Error != "" || rf.Nodes == nil || rn.NodeNames == nil {
 		t.Fatalf("answers: %+v / %+v", rf, rn)
 	}
@@ -131,9 +65,8 @@ func TestRequestForms(t *testing.T) {
 	}
 
 	for _, p := range []string{PriorityOverload, PriorityBalance} {
-		var sf, sn extenderv1.HostPriorityList
-		post(t, h, "/scheduler/priorities/"+p, full, &sf)
-		post(t, h, "/scheduler/priorities/"+p, names, &sn)
+		sf := extendertest.Prioritize(t, h, p, full)
+		sn := extendertest.Prioritize(t, h, p, names)
 		if diff := cmp.Diff(sf, sn); diff != "" {
 			t.Errorf("%s scores differ (-full +names):\n%s", p, diff)
 		}
@@ -172,8 +105,8 @@ func BenchmarkHTTP(b *testing.B) {
 		names bool
 	}{{500, true}, {5000, true}, {500, false}} {
 		nodes := benchNodes(c.n)
-		h := newHandler(b, a, nodes)
-		body := requestBody(b, pod, nodes, c.names)
+		h := extendertest.NewHandler(b, extendertest.LookupOf(nodes), a)
+		body := extendertest.Body(b, extendertest.Args(pod, nodes, c.names))
 		form := "names"
 		if !c.names {
 			form = "nodes"
@@ -182,13 +115,7 @@ func BenchmarkHTTP(b *testing.B) {
 			b.Run(route[len("/scheduler/"):]+"/"+form+"/"+strconv.Itoa(c.n), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					req := httptest.NewRequest(http.MethodPost, route, bytes.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, req)
-					if rec.Code != http.StatusOK {
-						b.Fatal(rec.Code, rec.Body)
-					}
+					extendertest.Post(b, h, route, body)
 				}
 			})
 		}

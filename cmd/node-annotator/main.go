@@ -37,11 +37,6 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
 }
 
-var logLevels = map[string]logrus.Level{
-	"TRACE": logrus.TraceLevel, "DEBUG": logrus.DebugLevel, "INFO": logrus.InfoLevel,
-	"WARNING": logrus.WarnLevel, "ERROR": logrus.ErrorLevel, "ALERT": logrus.FatalLevel,
-}
-
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
 	fs := flag.NewFlagSet("node-annotator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -69,14 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 
-	log := logrus.New()
-	log.SetOutput(stderr)
-	log.SetLevel(logLevels[cfg.LogLevel])
-	if cfg.LogFormat == "json" {
-		log.SetFormatter(&logrus.JSONFormatter{})
-	} else {
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	}
+	log := cfg.Log.New(stderr)
 	cluster.RouteKlog(log)
 
 	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-node-annotator/"+version)

@@ -1,0 +1,45 @@
+package logging
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+func parse(t *testing.T, env map[string]string) (Config, error) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	var c Config
+	c.Declare(s)
+	return c, s.Parse(nil)
+}
+
+func TestLevelsAndFormat(t *testing.T) {
+	for name, want := range map[string]logrus.Level{"TRACE": logrus.TraceLevel, "warning": logrus.WarnLevel, "ALERT": logrus.FatalLevel} {
+		c, err := parse(t, map[string]string{"LOG_LEVEL": name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.New(io.Discard).GetLevel(); got != want {
+			t.Errorf("LOG_LEVEL=%s: level %v, want %v", name, got, want)
+		}
+	}
+	c, _ := parse(t, map[string]string{"LOG_FORMAT": "json"})
+	var buf bytes.Buffer
+	c.New(&buf).Info("hello")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["msg"] != "hello" {
+		t.Errorf("json format wrote %q", buf.String())
+	}
+	if _, err := parse(t, map[string]string{"LOG_LEVEL": "LOUD"}); err == nil || !strings.Contains(err.Error(), "invalid LOG_LEVEL") {
+		t.Errorf("LOG_LEVEL=LOUD: %v", err)
+	}
+}
