@@ -108,6 +108,8 @@ type Agent struct {
 	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
 	t, e, w float64
 	log     *logrus.Entry
+	// inputs memoizes each node's parsed annotations and allocatable (see inputCache).
+	inputs inputCache
 }
 
 var _ framework.Agent = (*Agent)(nil)
@@ -198,24 +200,40 @@ func podDemand(pod *corev1.Pod) demand {
 
 // measureNode reads the statistics of both resources of n.
 func (a *Agent) measureNode(n *corev1.Node, d demand) (cpu, memory measure) {
-	return a.measure(n, &cpuResource, d.cpu), a.measure(n, &memoryResource, d.memory)
+	in := a.inputs.get(n, a.readNode)
+	return measureFrom(&in.cpu, &cpuResource, d.cpu), measureFrom(&in.memory, &memoryResource, d.memory)
 }
 
-func (a *Agent) measure(n *corev1.Node, r *resourceKind, d float64) measure {
-	m := measure{res: r, demand: d}
+// readNode reads what the agent needs of a node, for both resources, before any pod's demand.
+func (a *Agent) readNode(n *corev1.Node) nodeInputs {
+	return nodeInputs{cpu: a.read(n, &cpuResource), memory: a.read(n, &memoryResource)}
+}
+
+func (a *Agent) read(n *corev1.Node, r *resourceKind) resourceInputs {
 	mean, ok := annotation(n.Annotations, r.mean)
 	if !ok {
-		return m
+		return resourceInputs{}
 	}
-	m.std, _ = annotation(n.Annotations, r.std) // 0 when missing or unparseable
+	in := resourceInputs{measured: true}
+	in.std, _ = annotation(n.Annotations, r.std) // 0 when missing or unparseable
 	var forecast float64
 	for _, key := range r.forecasts {
-		if forecast, m.forecast = annotation(n.Annotations, key); m.forecast {
+		if forecast, in.forecast = annotation(n.Annotations, key); in.forecast {
 			break
 		}
 	}
-	m.free = Blend(mean, forecast, m.forecast, a.w)
-	m.capacity = allocatable(n, r)
+	in.free = Blend(mean, forecast, in.forecast, a.w)
+	in.capacity = allocatable(n, r)
+	return in
+}
+
+// measureFrom applies the pod's demand d to a node's inputs for r.
+func measureFrom(in *resourceInputs, r *resourceKind, d float64) measure {
+	m := measure{res: r, demand: d}
+	if !in.measured {
+		return m
+	}
+	m.free, m.std, m.capacity, m.forecast = in.free, in.std, in.capacity, in.forecast
 	var judged bool
 	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d); judged {
 		m.state = measured
