@@ -73,11 +73,7 @@ func allocationAnnotations(node *corev1.Node, alloc framework.Amounts, gpu corev
 		}
 		var capacity int64
 		if q, ok := node.Status.Allocatable[k.name]; ok {
-			if k.name == corev1.ResourceCPU {
-				capacity = q.MilliValue()
-			} else {
-				capacity = q.Value()
-			}
+			capacity = framework.Amount(k.name, q)
 		}
 		out[k.free] = strconv.FormatInt(capacity-req, 10)
 	}

@@ -215,13 +215,7 @@ func share(p *corev1.Pod) (podShare, bool) {
 	reqs := framework.PodRequests(p)
 	a := make(framework.Amounts, len(reqs)+1)
 	for name, q := range reqs {
-		var v int64
-		if name == corev1.ResourceCPU {
-			v = q.MilliValue()
-		} else {
-			v = q.Value()
-		}
-		if v != 0 {
+		if v := framework.Amount(name, q); v != 0 {
 			a[name] = v
 		}
 	}

@@ -14,10 +14,10 @@ import (
 
 // The scheduler marshals ExtenderArgs with encoding/json; most of a Node's bytes (images,
 // conditions, node info, managed fields) are of no use to an agent. Full-node requests are
-// therefore decoded in two steps with jsoniter, which is several times faster than
-// encoding/json here: the node list into raw items, then each item into a lean node that keeps
-// only what agents read (see framework.Agent). The raw items are kept so that a filter answer
-// echoes the scheduler's own bytes for the passing nodes instead of re-encoding them.
+// therefore decoded in one pass with jsoniter, several times faster than encoding/json here,
+// into lean nodes that keep only what agents read (see framework.Agent). For a filter, a
+// structural scan (scan.go) then finds each node's bytes in the body, so that the answer echoes
+// the scheduler's own bytes for the passing nodes instead of re-encoding them.
 var fastJSON = jsoniter.ConfigCompatibleWithStandardLibrary
 
 // wireArgs is ExtenderArgs with the node list left raw (a filter echoes passing nodes).

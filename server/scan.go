@@ -12,19 +12,14 @@ import (
 // echoes those bytes for the passing nodes. Keys match as the decoder matches them (case
 // insensitive, escapes resolved, the last of duplicate keys wins). It returns an error for any
 // shape it does not expect; the caller then falls back to capturing the items while decoding.
-func nodeItemSpans(body []byte) (spans [][2]int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if r != errFold {
-				panic(r)
-			}
-			spans, err = nil, errFold
-		}
-	}()
+func nodeItemSpans(body []byte) ([][2]int, error) {
 	sc := &scanner{b: body}
+	var spans [][2]int
 	found := false
-	err = sc.object(func(key string) error {
-		if !asciiEqualFold(key, "Nodes") {
+	err := sc.object(func(key string) error {
+		if match, err := keyIs(key, "Nodes"); err != nil {
+			return err
+		} else if !match {
 			return sc.skip()
 		}
 		found, spans = true, nil
@@ -33,7 +28,9 @@ func nodeItemSpans(body []byte) (spans [][2]int, err error) {
 			return sc.skip()
 		}
 		return sc.object(func(key string) error {
-			if !asciiEqualFold(key, "items") {
+			if match, err := keyIs(key, "items"); err != nil {
+				return err
+			} else if !match {
 				return sc.skip()
 			}
 			spans = spans[:0]
@@ -62,18 +59,18 @@ var errShape = errors.New("unexpected JSON shape")
 // Unicode case folding, so the caller falls back to capturing the items while decoding.
 var errFold = errors.New("non-ASCII key folding")
 
-// asciiEqualFold reports whether key matches want (ASCII) case-insensitively; it panics with
-// errFold, recovered by nodeItemSpans, when key only matches through non-ASCII folding.
-func asciiEqualFold(key, want string) bool {
+// keyIs reports whether key matches want (ASCII) case-insensitively, as the decoder matches
+// field names; errFold when key only matches through non-ASCII folding.
+func keyIs(key, want string) (bool, error) {
 	if !strings.EqualFold(key, want) {
-		return false
+		return false, nil
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] >= 0x80 {
-			panic(errFold)
+			return false, errFold
 		}
 	}
-	return true
+	return true, nil
 }
 
 // scanner walks JSON that is known to be valid.

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 )
@@ -52,20 +51,12 @@ func newResources(cfg Config) resources {
 	return r
 }
 
-// base returns q in the base unit of resource j: millicores for cpu, the value otherwise.
-func base(j int, q resource.Quantity) int64 {
-	if j == resCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
-
 // capacity returns the node's allocatable resources in the agent's units.
 func (r resources) capacity(n *corev1.Node) vec {
 	var c vec
 	for j := 0; j < r.m; j++ {
 		if q, ok := n.Status.Allocatable[r.names[j]]; ok {
-			c[j] = float64(base(j, q)) / units[j]
+			c[j] = float64(framework.Amount(r.names[j], q)) / units[j]
 		}
 	}
 	return c
@@ -113,7 +104,7 @@ func (r resources) demand(pod *corev1.Pod) vec {
 			d[j] = 1
 		default:
 			if q, ok := reqs[r.names[j]]; ok {
-				d[j] = float64(base(j, q)) / units[j]
+				d[j] = float64(framework.Amount(r.names[j], q)) / units[j]
 			}
 		}
 	}

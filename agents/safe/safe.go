@@ -146,17 +146,15 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 
 // resourceKind names the annotations and the allocatable entry of one resource.
 type resourceKind struct {
-	name string
-	kind corev1.ResourceName
-	// milli reads the allocatable amount in millicores (cpu) rather than base units.
-	milli     bool
+	name      string
+	kind      corev1.ResourceName
 	mean, std string
 	// forecasts, in the order they are tried.
 	forecasts [2]string
 }
 
 var (
-	cpuResource = resourceKind{name: "cpu", kind: corev1.ResourceCPU, milli: true,
+	cpuResource = resourceKind{name: "cpu", kind: corev1.ResourceCPU,
 		mean: AnnotationMeanFreeCPU, std: AnnotationStdFreeCPU,
 		forecasts: [2]string{AnnotationForecastFreeCPULegacy, AnnotationForecastFreeCPU}}
 	memoryResource = resourceKind{name: "memory", kind: corev1.ResourceMemory,
@@ -263,10 +261,7 @@ func allocatable(n *corev1.Node, r *resourceKind) float64 {
 	if !ok {
 		return 0
 	}
-	if r.milli {
-		return float64(q.MilliValue())
-	}
-	return float64(q.Value())
+	return float64(framework.Amount(r.kind, q))
 }
 
 // risk returns the risk of a measured resource, computing it once.
