@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,7 +25,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // fakeCluster is a Cluster over fixed nodes and allocations that reads the nodes back from a
@@ -81,9 +79,7 @@ func makeNode(name, cpu, memory string, annotations map[string]string) *corev1.N
 // defaults returns the declared defaults, as the command would have them with nothing set.
 func defaults(t *testing.T) Config {
 	t.Helper()
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(string) (string, bool) { return "", false })
+	s := settingstest.New(nil)
 	var c Config
 	c.Declare(s)
 	if err := s.Parse(nil); err != nil {
@@ -447,9 +443,7 @@ func TestConfigValidate(t *testing.T) {
 
 	for env, v := range map[string]string{"PROMETHEUS_URL": "localhost:9090", "GPU_RESOURCE": "gpu",
 		"PROMETHEUS_NODE_LABEL": "1abc", "STATS_TOLERANCE": "2", "FORECAST_ALPHA": "0"} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		s := settings.New(fs, func(k string) (string, bool) { return v, k == env })
+		s := settingstest.New(map[string]string{env: v})
 		var c Config
 		c.Declare(s)
 		if err := s.Parse(nil); err == nil || !strings.Contains(err.Error(), env) {

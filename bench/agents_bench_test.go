@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,13 +24,12 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/server"
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // agents returns every agent with its default configuration.
 func agents(b *testing.B) []framework.Agent {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	s := settings.New(fs, func(string) (string, bool) { return "", false })
+	s := settingstest.New(nil)
 	var sc safe.Config
 	var cc congestion.Config
 	var pc pigeon.Config

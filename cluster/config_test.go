@@ -1,14 +1,12 @@
 package cluster
 
 import (
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 const kubeconfigYAML = `apiVersion: v1
@@ -40,9 +38,7 @@ func writeKubeconfig(t *testing.T) string {
 
 func parse(t *testing.T, env map[string]string, args ...string) (Config, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s := settingstest.New(env)
 	var c Config
 	c.Declare(s)
 	return c, s.Parse(args)

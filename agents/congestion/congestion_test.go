@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 func TestScore(t *testing.T) {
@@ -143,7 +143,7 @@ func TestAgentScores(t *testing.T) {
 }
 
 func parse(env map[string]string, args ...string) (Config, error) {
-	s := extendertest.Settings(env)
+	s := settingstest.New(env)
 	var c Config
 	c.Declare(s)
 	err := s.Parse(args)

@@ -9,14 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // load declares the settings, parses args and env, applies the file and validates, as main
 // and pigeon.go do.
 func load(t *testing.T, args []string, env map[string]string) (Config, error) {
 	t.Helper()
-	s := extendertest.Settings(env)
+	s := settingstest.New(env)
 	var cfg Config
 	cfg.Declare(s)
 	if err := s.Parse(args); err != nil {

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // The fixtures: nodes of 4 cpus (4000m) and 8000 bytes of memory, pods asking 400m and 800
@@ -266,7 +266,7 @@ func TestDefaultOverloadScores(t *testing.T) {
 
 // parse declares a safe Config on a fresh settings.Set and parses args and env.
 func parse(env map[string]string, args ...string) (Config, error) {
-	s := extendertest.Settings(env)
+	s := settingstest.New(env)
 	var c Config
 	c.Declare(s)
 	err := s.Parse(args)

@@ -2,8 +2,6 @@ package template
 
 import (
 	"context"
-	"flag"
-	"io"
 	"strings"
 	"testing"
 
@@ -12,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 func makeNode(name string, labels, annotations map[string]string) *corev1.Node {
@@ -21,9 +19,7 @@ func makeNode(name string, labels, annotations map[string]string) *corev1.Node {
 
 func defaultAgent(t *testing.T, env map[string]string) *Agent {
 	t.Helper()
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s := settingstest.New(env)
 	var cfg Config
 	cfg.Declare(s)
 	if err := s.Parse(nil); err != nil {
@@ -83,14 +79,7 @@ func TestScore(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) {
-		if k == "TEMPLATE_LABEL" {
-			return "not a key!", true
-		}
-		return "", false
-	})
+	s := settingstest.New(map[string]string{"TEMPLATE_LABEL": "not a key!"})
 	var cfg Config
 	cfg.Declare(s)
 	err := s.Parse(nil)

@@ -9,7 +9,6 @@ package extendertest
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/server"
-	"github.com/kube-safe-scheduler/extender/settings"
 )
 
 // Lookup is a fixed node cache, by name, behind NodeNames requests.
@@ -137,12 +135,4 @@ func post(t testing.TB, h http.Handler, path string, args extenderv1.ExtenderArg
 	if err := json.Unmarshal(answer, out); err != nil {
 		t.Fatalf("POST %s: %v in %s", path, err, answer)
 	}
-}
-
-// Settings returns an empty settings.Set on a fresh flag set that reports errors instead of
-// exiting and prints nothing, with env as the whole environment.
-func Settings(env map[string]string) *settings.Set {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 }

@@ -3,20 +3,17 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 func parse(t *testing.T, env map[string]string) (Config, error) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	s := settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s := settingstest.New(env)
 	var c Config
 	c.Declare(s)
 	return c, s.Parse(nil)
