@@ -185,20 +185,27 @@ func startClusterExtender(t *testing.T, c *harness.Cluster, name string) *harnes
 	})
 }
 
+// startPopulatedCluster starts a cluster holding clusterNodes and clusterBoundPods, then an
+// extender with every agent reading it, and returns them with the nodes as the API server has
+// them. The extender starts after the objects exist: once ready (caches synced), its cache holds
+// exactly them.
+func startPopulatedCluster(t *testing.T) (*harness.Cluster, *harness.Extender, []corev1.Node) {
+	t.Helper()
+	c := harness.StartCluster(t)
+	c.CreateNodes(t, clusterNodes()...)
+	for _, p := range clusterBoundPods() {
+		c.CreatePod(t, p)
+	}
+	return c, startClusterExtender(t, c, "extender all"), listNodes(t, c)
+}
+
 // TestClusterNamesModeEqualsFullNodes: for every function of every agent, the answer to a
 // request carrying node names (resolved from the extender's informer cache) equals the answer
 // to the same request carrying the full Node objects, as read from the same API server.
 func TestClusterNamesModeEqualsFullNodes(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion", "pigeon", "template")
-	c := harness.StartCluster(t)
-	c.CreateNodes(t, clusterNodes()...)
-	for _, p := range clusterBoundPods() {
-		c.CreatePod(t, p)
-	}
-	// Started after the objects exist: once ready (caches synced), its cache holds exactly them.
-	ext := startClusterExtender(t, c, "extender all")
-	nodes := listNodes(t, c)
+	_, ext, nodes := startPopulatedCluster(t)
 
 	for _, pod := range clusterProbes(t) {
 		// A first call lets agents that learn from the pods they see (pigeon's demand
@@ -243,13 +250,7 @@ func TestClusterNamesModeEqualsFullNodes(t *testing.T) {
 func TestClusterAPIServerRestart(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion", "pigeon", "template")
-	c := harness.StartCluster(t)
-	c.CreateNodes(t, clusterNodes()...)
-	for _, p := range clusterBoundPods() {
-		c.CreatePod(t, p)
-	}
-	ext := startClusterExtender(t, c, "extender all")
-	nodes := listNodes(t, c)
+	c, ext, nodes := startPopulatedCluster(t)
 	pod := clusterProbes(t)[0]
 	if _, err := askAll(t.Context(), ext, pod, nodes, false); err != nil {
 		t.Fatal(err)
