@@ -75,3 +75,34 @@ func FuzzNodeItemSpans(f *testing.F) {
 		checkSpans(t, body)
 	})
 }
+
+// hasControlByte must agree with a byte-by-byte test at every length and position.
+func FuzzHasControlByte(f *testing.F) {
+	f.Add([]byte("plain ascii text, then \x1f"))
+	f.Add([]byte("\xff\xfe\x80 \x20\x7f"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := false
+		for _, c := range b {
+			want = want || c < 0x20
+		}
+		if got := hasControlByte(b); got != want {
+			t.Fatalf("hasControlByte(%q) = %v", b, got)
+		}
+	})
+}
+
+func TestHasControlByte(t *testing.T) {
+	base := bytes.Repeat([]byte{0x20, 0xff, 0x7f, 'a', 0x80, 0x21, '"', '\\'}, 3)
+	for i := range base {
+		for _, c := range []byte{0, '\t', '\n', '\r', 0x1f} {
+			b := append([]byte(nil), base...)
+			b[i] = c
+			if !hasControlByte(b) || !hasControlByte(b[i:]) || !hasControlByte(b[:i+1]) {
+				t.Fatalf("missed %#x at %d", c, i)
+			}
+		}
+	}
+	if hasControlByte(base) {
+		t.Fatal("false positive")
+	}
+}

@@ -292,6 +292,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"malformed JSON", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader(`{"Pod": {`), 400, "decoding ExtenderArgs"},
 		{"wrong JSON type", "POST", "/scheduler/priorities/label", "application/json", strings.NewReader(`{"Pod": 5}`), 400, "decoding ExtenderArgs"},
+		// jsoniter alone lets raw control characters in a key pass (found by FuzzServe).
+		{"control character in a key", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader("{\"Pod\":{},\"Nodes\":{\"items\":[{\"status\":{\"\v\":{}}}]}}"), 400, "invalid character"},
+		{"tab in a key", "POST", "/scheduler/priorities/label", "application/json", strings.NewReader("{\"Pod\":{},\"Nodes\":{\"a\tb\":1,\"items\":[]}}"), 400, "invalid character"},
 		{"empty body", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader(``), 400, "empty body"},
 		{"missing Pod", "POST", "/scheduler/predicates/label", "application/json", strings.NewReader(`{"NodeNames": ["a"]}`), 400, "no Pod"},
 		{"no nodes at all", "POST", "/scheduler/priorities/label", "application/json", strings.NewReader(`{"Pod": {}}`), 400, "neither Nodes nor NodeNames"},
