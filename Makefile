@@ -5,6 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 AGENTS    := safe congestion pigeon template
 BIN       := bin
 FUZZTIME  ?= 15s
+FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
 .PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
 
@@ -35,10 +36,9 @@ unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags all .
 
-## fuzz: a short run of the request fuzzer; FUZZTIME=10m make fuzz for a long one
+## fuzz: a short run of each fuzzer of the HTTP layer; FUZZTIME=10m make fuzz for a long one
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./server
-	$(GO) test -run '^$$' -fuzz '^FuzzNodeItemSpans$$' -fuzztime $(FUZZTIME) ./server
+	for f in $(FUZZERS); do $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./server || exit 1; done
 
 ## load: one extender process, 8 clients, 10,000 mixed requests: no error, no memory growth
 load:

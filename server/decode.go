@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
 // The scheduler marshals ExtenderArgs with encoding/json; most of a Node's bytes (images,
@@ -27,7 +26,7 @@ type wireArgs struct {
 	Nodes *struct {
 		Items []jsoniter.RawMessage `json:"items"`
 	}
-	NodeNames *[]string
+	NodeNames *nameList
 }
 
 // leanArgs is ExtenderArgs with lean nodes, decoded in one pass (a prioritizer echoes nothing).
@@ -36,7 +35,7 @@ type leanArgs struct {
 	Nodes *struct {
 		Items []leanNode `json:"items"`
 	}
-	NodeNames *[]string
+	NodeNames *nameList
 }
 
 // leanNode is the part of a Node that agents may read in a full-node request.
@@ -156,7 +155,7 @@ func hasControlByte(b []byte) bool {
 	return false
 }
 
-func newDecodedArgs(pod *corev1.Pod, full bool, names *[]string) (*decodedArgs, error) {
+func newDecodedArgs(pod *corev1.Pod, full bool, names *nameList) (*decodedArgs, error) {
 	switch {
 	case pod == nil:
 		return nil, errNoPod
@@ -166,29 +165,4 @@ func newDecodedArgs(pod *corev1.Pod, full bool, names *[]string) (*decodedArgs, 
 		return &decodedArgs{pod: pod, names: *names}, nil
 	}
 	return nil, errNoNodes
-}
-
-// appendFilterResult appends the JSON of res with Nodes made of the raw items kept: for a
-// full-node answer, the scheduler's own bytes of the passing nodes, unchanged.
-func appendFilterResult(buf *bytes.Buffer, kept []jsoniter.RawMessage, res *extenderv1.ExtenderFilterResult) error {
-	var tail bytes.Buffer
-	enc := json.NewEncoder(&tail)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(struct {
-		FailedNodes, FailedAndUnresolvableNodes extenderv1.FailedNodesMap
-		Error                                   string
-	}{res.FailedNodes, res.FailedAndUnresolvableNodes, res.Error}); err != nil {
-		return err
-	}
-	rest := tail.Bytes() // {"FailedNodes":...}\n
-	buf.WriteString(`{"Nodes":{"metadata":{},"items":[`)
-	for i, raw := range kept {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(raw)
-	}
-	buf.WriteString(`]},"NodeNames":null,`)
-	buf.Write(rest[1:]) // rest without its opening brace
-	return nil
 }

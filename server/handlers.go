@@ -29,10 +29,20 @@ type candidates struct {
 	raw []jsoniter.RawMessage
 }
 
-// known returns the resolved nodes, in order, and for each its index in names.
+// known returns the resolved nodes, in order, and for each its index in names; a nil index
+// means every node resolved (the k-th known node is the k-th candidate, see position).
 func (c *candidates) known() ([]*corev1.Node, []int) {
-	nodes := make([]*corev1.Node, 0, len(c.nodes))
-	index := make([]int, 0, len(c.nodes))
+	missing := 0
+	for _, n := range c.nodes {
+		if n == nil {
+			missing++
+		}
+	}
+	if missing == 0 {
+		return c.nodes, nil
+	}
+	nodes := make([]*corev1.Node, 0, len(c.nodes)-missing)
+	index := make([]int, 0, len(c.nodes)-missing)
 	for i, n := range c.nodes {
 		if n != nil {
 			nodes = append(nodes, n)
@@ -40,6 +50,14 @@ func (c *candidates) known() ([]*corev1.Node, []int) {
 		}
 	}
 	return nodes, index
+}
+
+// position returns the index in the request of the k-th known node.
+func position(index []int, k int) int {
+	if index == nil {
+		return k
+	}
+	return index[k]
 }
 
 // parseArgs reads and decodes ExtenderArgs and resolves its nodes. On failure it has answered:
@@ -105,13 +123,12 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 			return
 		}
 		res, pass := filterResult(c, verdicts, index)
-		if c.raw == nil {
-			writeJSON(w, res)
-			return
-		}
-		kept := make([]jsoniter.RawMessage, 0, len(pass))
-		for _, i := range pass {
-			kept = append(kept, c.raw[i])
+		var kept []jsoniter.RawMessage
+		if c.raw != nil {
+			kept = make([]jsoniter.RawMessage, 0, len(pass))
+			for _, i := range pass {
+				kept = append(kept, c.raw[i])
+			}
 		}
 		buf := getBuffer()
 		defer putBuffer(buf)
@@ -150,9 +167,9 @@ func filterResult(c *candidates, verdicts []framework.Verdict, index []int) (*ex
 	pass := make([]int, 0, len(verdicts))
 	for k, v := range verdicts {
 		if v.Passes() {
-			pass = append(pass, index[k])
+			pass = append(pass, position(index, k))
 		} else {
-			failed(c.names[index[k]], v.Reason, v.Unresolvable)
+			failed(c.names[position(index, k)], v.Reason, v.Unresolvable)
 		}
 	}
 	if c.raw == nil {
@@ -189,9 +206,13 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 			list[i].Host = name
 		}
 		for k, score := range scores {
-			list[index[k]].Score = clampScore(score)
+			list[position(index, k)].Score = clampScore(score)
 		}
-		writeJSON(w, list)
+		buf := getBuffer()
+		defer putBuffer(buf)
+		appendPriorities(buf, list)
+		w.Header().Set("Content-Type", "application/json")
+		writeBody(w, http.StatusOK, buf.Bytes())
 	})
 }
 
