@@ -40,6 +40,7 @@ func benchCluster(n int) ([]*corev1.Node, *fakeCluster) {
 			corev1.ResourcePods: "110", "nvidia.com/gpu": strconv.FormatInt(gpu, 10),
 			corev1.ResourceEphemeralStorage: fmt.Sprint(ephGi, "Gi"),
 		}, ann)
+		nodes[i].ResourceVersion = strconv.Itoa(i + 1) // as every node from the API server has
 		c.allocated[nodes[i].Name] = used
 	}
 	c.nodes = nodes

@@ -36,6 +36,9 @@ type Agent struct {
 	// reads usage from node annotations and the system is the request's nodes.
 	cluster framework.Cluster
 	log     *logrus.Entry
+	// capacities memoizes each node's allocatable in the agent's units: converting quantities
+	// was a quarter of a call at 5000 nodes.
+	capacities framework.NodeMemo[vec]
 
 	mu sync.Mutex
 	// stats are the demand statistics of the pods seen, each counted once by key in seen.
@@ -163,7 +166,7 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 				a.log.WithFields(logrus.Fields{"node": n.Name, "annotation": usageAnnotations[bad]}).
 					Debug("node annotation is not a number >= 0; counted as 0")
 			}
-			sys[i] = nodeState{capacity: a.res.capacity(n), use: use}
+			sys[i] = nodeState{capacity: a.capacity(n), use: use}
 			cands[i] = candidate{index: i}
 		}
 		return sys, cands
@@ -176,7 +179,7 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 			continue
 		}
 		index[n.Name] = len(sys)
-		sys = append(sys, nodeState{capacity: a.res.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
+		sys = append(sys, nodeState{capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
 	}
 	for i, n := range nodes {
 		if k, ok := index[n.Name]; ok {
@@ -184,8 +187,11 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 			continue
 		}
 		cands[i] = candidate{index: -1, node: nodeState{
-			capacity: a.res.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name)),
+			capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name)),
 		}}
 	}
 	return sys, cands
 }
+
+// capacity returns the node's allocatable resources in the agent's units.
+func (a *Agent) capacity(n *corev1.Node) vec { return a.capacities.Get(n, a.res.capacity) }

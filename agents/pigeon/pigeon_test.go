@@ -216,6 +216,26 @@ func TestNotFitting(t *testing.T) {
 	}
 }
 
+// Capacities are memoized per node version: a node resized under a new resourceVersion is
+// scored with its new allocatable, by the same agent.
+func TestResizedNodeIsReadAgain(t *testing.T) {
+	a := newAgent(t, config(1, LoadBalance), nil)
+	p := cpuPod("p", 1000)
+	small := cpuNode("a", 4000, 3500)
+	small.ResourceVersion = "1"
+	other := cpuNode("b", 4000, 0)
+	other.ResourceVersion = "1"
+	// 1000m > 4000m - 3500m: "a" does not fit.
+	if diff := cmp.Diff([]int64{0, 10}, score(a, p, small, other)); diff != "" {
+		t.Fatalf("before the resize (-want +got):\n%s", diff)
+	}
+	grown := cpuNode("a", 8000, 3500)
+	grown.ResourceVersion = "2"
+	if got := score(a, cpuPod("q", 1000), grown, other); got[0] == 0 {
+		t.Fatalf("after the resize %v: node a was scored with its old allocatable", got)
+	}
+}
+
 func TestClusterSystem(t *testing.T) {
 	// The cache holds A (1000m, 200m allocated), B (1000m, 600m) and U (1000m, empty, but
 	// cordoned: not part of the system). The request offers A and X, a node the cache does not

@@ -108,8 +108,8 @@ type Agent struct {
 	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
 	t, e, w float64
 	log     *logrus.Entry
-	// inputs memoizes each node's parsed annotations and allocatable (see inputCache).
-	inputs inputCache
+	// inputs memoizes each node's parsed annotations and allocatable.
+	inputs framework.NodeMemo[nodeInputs]
 }
 
 var _ framework.Agent = (*Agent)(nil)
@@ -198,7 +198,7 @@ func podDemand(pod *corev1.Pod) demand {
 
 // measureNode reads the statistics of both resources of n.
 func (a *Agent) measureNode(n *corev1.Node, d demand) (cpu, memory measure) {
-	in := a.inputs.get(n, a.readNode)
+	in := a.inputs.Get(n, a.readNode)
 	return measureFrom(&in.cpu, &cpuResource, d.cpu), measureFrom(&in.memory, &memoryResource, d.memory)
 }
 
