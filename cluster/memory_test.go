@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 const (
@@ -57,7 +59,7 @@ func measureCache(b *testing.B, stripped bool) (mib, bytesPerObject float64) {
 		objs = append(objs, realisticNode(i))
 	}
 	for i := range memPods {
-		objs = append(objs, realisticPod(i, fmt.Sprintf("node-%04d", i%memNodes)))
+		objs = append(objs, realisticPod(i, fixtures.NodeName(i%memNodes)))
 	}
 	client := fake.NewClientset(objs...)
 	objs = nil
@@ -102,82 +104,25 @@ func liveHeap() uint64 {
 	return m.HeapAlloc
 }
 
-// realisticNode is a node as a kubelet on a cloud VM registers it: labels, annotations,
-// managed fields, conditions, addresses, node info and an image list.
+// realisticNode is fixtures.Node as the API server keeps it: with the managed fields of the
+// kubelet (object and status) and of the node annotator, and the annotations the agents read.
 func realisticNode(i int) *corev1.Node {
-	name := fmt.Sprintf("node-%04d", i)
-	rl := corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("16"),
-		corev1.ResourceMemory:           resource.MustParse("64Gi"),
-		corev1.ResourcePods:             resource.MustParse("110"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("200Gi"),
-		"hugepages-1Gi":                 resource.MustParse("0"),
-		"hugepages-2Mi":                 resource.MustParse("0"),
-	}
+	n := fixtures.Node(i, map[string]string{
+		"csi.volume.kubernetes.io/nodeid": fmt.Sprintf(`{"ebs.csi.aws.com":"i-%017x"}`, i),
+		"mean-free-cpu":                   "8000", "std-free-cpu": "1200", "mean-free-memory": "34359738368",
+		"std-free-memory": "2147483648", "forcasted-free-cpu": "7900", "forcasted-free-memory": "34000000000",
+		"requested-cpu": "6500", "requested-memory": "25769803776", "requested-pods": "10",
+	})
 	now := metav1.Now()
-	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
-		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+	n.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(1500)}},
+		{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(2500)}, Subresource: "status"},
+		{Manager: "node-annotator", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(400)}},
 	}
-	var images []corev1.ContainerImage
-	for j := range 30 {
-		images = append(images, corev1.ContainerImage{
-			Names: []string{
-				fmt.Sprintf("registry.example.com/team-%d/service-%d@sha256:%064x", j%7, j, j*7919+i),
-				fmt.Sprintf("registry.example.com/team-%d/service-%d:v1.%d.%d", j%7, j, j, i%10),
-			},
-			SizeBytes: int64(50+j) << 20,
-		})
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, UID: types.UID(fmt.Sprintf("0b7c6a2e-%04d-4a8f-9c1d-%012d", i, i)), ResourceVersion: fmt.Sprint(1000 + i),
-			CreationTimestamp: now,
-			Labels: map[string]string{
-				"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-				"kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
-				"node.kubernetes.io/instance-type": "m5.4xlarge", "topology.kubernetes.io/region": "eu-west-1",
-				"topology.kubernetes.io/zone": fmt.Sprintf("eu-west-1%c", 'a'+i%3), "node-pool": fmt.Sprintf("pool-%d", i%4),
-				"failure-domain.beta.kubernetes.io/zone": fmt.Sprintf("eu-west-1%c", 'a'+i%3),
-			},
-			Annotations: map[string]string{
-				"node.alpha.kubernetes.io/ttl":                           "0",
-				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
-				"csi.volume.kubernetes.io/nodeid":                        fmt.Sprintf(`{"ebs.csi.aws.com":"i-%017x"}`, i),
-				"mean-free-cpu":                                          "8000", "std-free-cpu": "1200", "mean-free-memory": "34359738368",
-				"std-free-memory": "2147483648", "forcasted-free-cpu": "7900", "forcasted-free-memory": "34000000000",
-				"requested-cpu": "6500", "requested-memory": "25769803776", "requested-pods": "10",
-			},
-			ManagedFields: []metav1.ManagedFieldsEntry{
-				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(1500)}},
-				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(2500)}, Subresource: "status"},
-				{Manager: "node-annotator", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
-					FieldsV1: &metav1.FieldsV1{Raw: fieldsJSON(400)}},
-			},
-		},
-		Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.%d.%d.0/24", i/256, i%256), PodCIDRs: []string{fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)},
-			ProviderID: fmt.Sprintf("aws:///eu-west-1a/i-%017x", i)},
-		Status: corev1.NodeStatus{
-			Capacity: rl, Allocatable: rl.DeepCopy(),
-			Conditions: []corev1.NodeCondition{
-				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
-			},
-			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", i/256, i%256)},
-				{Type: corev1.NodeHostName, Address: name},
-				{Type: corev1.NodeInternalDNS, Address: name + ".eu-west-1.compute.internal"},
-			},
-			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
-			NodeInfo: corev1.NodeSystemInfo{MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("ec2%029x", i),
-				BootID: fmt.Sprintf("%032x", i*31), KernelVersion: "6.1.0-21-cloud-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)",
-				ContainerRuntimeVersion: "containerd://1.7.13", KubeletVersion: "v1.37.1", OperatingSystem: "linux", Architecture: "amd64"},
-			Images: images,
-		},
-	}
+	return &n
 }
 
 // realisticPod is a Deployment's replica: owner reference, managed fields, one app container
