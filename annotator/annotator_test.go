@@ -79,10 +79,8 @@ func makeNode(name, cpu, memory string, annotations map[string]string) *corev1.N
 // defaults returns the declared defaults, as the command would have them with nothing set.
 func defaults(t *testing.T) Config {
 	t.Helper()
-	s := settingstest.New(nil)
-	var c Config
-	c.Declare(s)
-	if err := s.Parse(nil); err != nil {
+	c, err := settingstest.Parse[Config](nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -443,10 +441,7 @@ func TestConfigValidate(t *testing.T) {
 
 	for env, v := range map[string]string{"PROMETHEUS_URL": "localhost:9090", "GPU_RESOURCE": "gpu",
 		"PROMETHEUS_NODE_LABEL": "1abc", "STATS_TOLERANCE": "2", "FORECAST_ALPHA": "0"} {
-		s := settingstest.New(map[string]string{env: v})
-		var c Config
-		c.Declare(s)
-		if err := s.Parse(nil); err == nil || !strings.Contains(err.Error(), env) {
+		if _, err := settingstest.Parse[Config](map[string]string{env: v}); err == nil || !strings.Contains(err.Error(), env) {
 			t.Errorf("%s=%s: error %v does not name it", env, v, err)
 		}
 	}

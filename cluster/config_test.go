@@ -36,17 +36,9 @@ func writeKubeconfig(t *testing.T) string {
 	return p
 }
 
-func parse(t *testing.T, env map[string]string, args ...string) (Config, error) {
-	t.Helper()
-	s := settingstest.New(env)
-	var c Config
-	c.Declare(s)
-	return c, s.Parse(args)
-}
-
 func TestConfigSettings(t *testing.T) {
 	kc := writeKubeconfig(t)
-	c, err := parse(t, map[string]string{"KUBECONFIG": kc, "KUBE_API_QPS": "50", "KUBE_API_BURST": "100"})
+	c, err := settingstest.Parse[Config](map[string]string{"KUBECONFIG": kc, "KUBE_API_QPS": "50", "KUBE_API_BURST": "100"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +54,13 @@ func TestConfigSettings(t *testing.T) {
 	}
 
 	// The context flag picks another cluster.
-	c, _ = parse(t, nil, "--kubeconfig", kc, "--kube-context", "second")
+	c, _ = settingstest.Parse[Config](nil, "--kubeconfig", kc, "--kube-context", "second")
 	if rc, err := c.RESTConfig("x"); err != nil || rc.Host != "https://127.0.0.2:6443" {
 		t.Errorf("with --kube-context second: %v, %v", rc, err)
 	}
 
 	// none wins over a kubeconfig.
-	c, _ = parse(t, map[string]string{"KUBECONFIG": kc, "CLUSTER_ACCESS": "none"})
+	c, _ = settingstest.Parse[Config](map[string]string{"KUBECONFIG": kc, "CLUSTER_ACCESS": "none"})
 	if rc, err := c.RESTConfig("x"); rc != nil || err != nil {
 		t.Errorf("CLUSTER_ACCESS=none gave %v, %v", rc, err)
 	}
@@ -85,7 +77,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"CLUSTER_ACCESS": "sometimes"}, "CLUSTER_ACCESS"},
 	}
 	for _, c := range cases {
-		_, err := parse(t, c.env)
+		_, err := settingstest.Parse[Config](c.env)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v does not name %s", c.env, err, c.want)
 		}

@@ -142,14 +142,6 @@ func TestAgentScores(t *testing.T) {
 	}
 }
 
-func parse(env map[string]string, args ...string) (Config, error) {
-	s := settingstest.New(env)
-	var c Config
-	c.Declare(s)
-	err := s.Parse(args)
-	return c, err
-}
-
 func TestSettings(t *testing.T) {
 	tests := []struct {
 		name string
@@ -170,7 +162,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parse(tc.env, tc.args...)
+			got, err := settingstest.Parse[Config](tc.env, tc.args...)
 			switch {
 			case tc.err && (err == nil || !strings.Contains(err.Error(), "CONGESTION_FACTOR_MAX")):
 				t.Errorf("error %v, want one naming CONGESTION_FACTOR_MAX", err)

@@ -264,15 +264,6 @@ func TestDefaultOverloadScores(t *testing.T) {
 	}
 }
 
-// parse declares a safe Config on a fresh settings.Set and parses args and env.
-func parse(env map[string]string, args ...string) (Config, error) {
-	s := settingstest.New(env)
-	var c Config
-	c.Declare(s)
-	err := s.Parse(args)
-	return c, err
-}
-
 func TestSettings(t *testing.T) {
 	tests := []struct {
 		name string
@@ -300,7 +291,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parse(tc.env, tc.args...)
+			got, err := settingstest.Parse[Config](tc.env, tc.args...)
 			if len(tc.errs) == 0 {
 				if err != nil {
 					t.Fatal(err)

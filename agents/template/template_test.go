@@ -19,10 +19,8 @@ func makeNode(name string, labels, annotations map[string]string) *corev1.Node {
 
 func defaultAgent(t *testing.T, env map[string]string) *Agent {
 	t.Helper()
-	s := settingstest.New(env)
-	var cfg Config
-	cfg.Declare(s)
-	if err := s.Parse(nil); err != nil {
+	cfg, err := settingstest.Parse[Config](env)
+	if err != nil {
 		t.Fatal(err)
 	}
 	a, err := New(cfg)
@@ -79,10 +77,7 @@ func TestScore(t *testing.T) {
 }
 
 func TestInvalidConfig(t *testing.T) {
-	s := settingstest.New(map[string]string{"TEMPLATE_LABEL": "not a key!"})
-	var cfg Config
-	cfg.Declare(s)
-	err := s.Parse(nil)
+	_, err := settingstest.Parse[Config](map[string]string{"TEMPLATE_LABEL": "not a key!"})
 	if err == nil || !strings.Contains(err.Error(), "invalid TEMPLATE_LABEL") {
 		t.Errorf("err = %v, want it to name TEMPLATE_LABEL", err)
 	}

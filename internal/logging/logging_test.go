@@ -12,16 +12,9 @@ import (
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
-func parse(t *testing.T, env map[string]string) (Config, error) {
-	s := settingstest.New(env)
-	var c Config
-	c.Declare(s)
-	return c, s.Parse(nil)
-}
-
 func TestLevelsAndFormat(t *testing.T) {
 	for name, want := range map[string]logrus.Level{"TRACE": logrus.TraceLevel, "warning": logrus.WarnLevel, "ALERT": logrus.FatalLevel} {
-		c, err := parse(t, map[string]string{"LOG_LEVEL": name})
+		c, err := settingstest.Parse[Config](map[string]string{"LOG_LEVEL": name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,14 +22,14 @@ func TestLevelsAndFormat(t *testing.T) {
 			t.Errorf("LOG_LEVEL=%s: level %v, want %v", name, got, want)
 		}
 	}
-	c, _ := parse(t, map[string]string{"LOG_FORMAT": "json"})
+	c, _ := settingstest.Parse[Config](map[string]string{"LOG_FORMAT": "json"})
 	var buf bytes.Buffer
 	c.New(&buf).Info("hello")
 	var line map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["msg"] != "hello" {
 		t.Errorf("json format wrote %q", buf.String())
 	}
-	if _, err := parse(t, map[string]string{"LOG_LEVEL": "LOUD"}); err == nil || !strings.Contains(err.Error(), "invalid LOG_LEVEL") {
+	if _, err := settingstest.Parse[Config](map[string]string{"LOG_LEVEL": "LOUD"}); err == nil || !strings.Contains(err.Error(), "invalid LOG_LEVEL") {
 		t.Errorf("LOG_LEVEL=LOUD: %v", err)
 	}
 }

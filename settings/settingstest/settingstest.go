@@ -16,3 +16,17 @@ func New(env map[string]string) *settings.Set {
 	fs.SetOutput(io.Discard)
 	return settings.New(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 }
+
+// Parse declares a configuration of type C (a type with a Declare(*settings.Set) method on its
+// pointer, as every agent's Config has) on New(env), parses args, and returns it with the
+// parse error.
+func Parse[C any, P interface {
+	*C
+	Declare(*settings.Set)
+}](env map[string]string, args ...string) (C, error) {
+	s := New(env)
+	var c C
+	P(&c).Declare(s)
+	err := s.Parse(args)
+	return c, err
+}
