@@ -19,7 +19,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -84,29 +83,12 @@ type config struct {
 
 func (c *config) declare(s *settings.Set, compiled []string) {
 	s.String(&c.listen, "HTTP_PORT", "listen", ":8080",
-		"address to serve on: a port (5401) or host:port (127.0.0.1:5401)", checkListen)
+		"address to serve on: a port (5401) or host:port (127.0.0.1:5401)", settings.CheckListen)
 	s.String(&c.agents, "AGENTS", "agents", strings.Join(compiled, ","),
 		"comma-separated agents to serve, among those compiled in ("+strings.Join(compiled, ", ")+")", nil)
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
-}
-
-func checkListen(v string) error {
-	if _, err := strconv.ParseUint(v, 10, 16); err == nil {
-		return nil
-	}
-	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
-		return fmt.Errorf("%q is neither a port nor host:port", v)
-	}
-	return nil
-}
-
-func listenAddress(v string) string {
-	if _, err := strconv.ParseUint(v, 10, 16); err == nil {
-		return ":" + v
-	}
-	return v
 }
 
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
@@ -192,7 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 
-	ln, err := net.Listen("tcp", listenAddress(cfg.listen))
+	ln, err := net.Listen("tcp", settings.ListenAddress(cfg.listen))
 	if err != nil {
 		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.listen, err)
 		return 1

@@ -69,3 +69,19 @@ func TestInvalidValuesAreAllReported(t *testing.T) {
 		}
 	}
 }
+
+func TestListen(t *testing.T) {
+	for v, want := range map[string]string{"8080": ":8080", ":8080": ":8080", "127.0.0.1:5401": "127.0.0.1:5401", "[::1]:80": "[::1]:80"} {
+		if err := CheckListen(v); err != nil {
+			t.Errorf("CheckListen(%q): %v", v, err)
+		}
+		if got := ListenAddress(v); got != want {
+			t.Errorf("ListenAddress(%q) = %q, want %q", v, got, want)
+		}
+	}
+	for _, v := range []string{"", "eighty", "70000", "host", "host:", "1.2.3.4"} {
+		if err := CheckListen(v); err == nil {
+			t.Errorf("CheckListen(%q) accepted it", v)
+		}
+	}
+}

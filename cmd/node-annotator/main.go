@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -98,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 
 	if cfg.Listen != "" {
-		ln, err := net.Listen("tcp", listenAddress(cfg.Listen))
+		ln, err := net.Listen("tcp", settings.ListenAddress(cfg.Listen))
 		if err != nil {
 			log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.Listen, err)
 			return 1
@@ -132,11 +131,4 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 	log.Info("node annotator stopped")
 	return 0
-}
-
-func listenAddress(v string) string {
-	if _, err := strconv.ParseUint(v, 10, 16); err == nil {
-		return ":" + v
-	}
-	return v
 }
