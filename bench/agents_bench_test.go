@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -22,8 +21,8 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents/safe"
 	"github.com/kube-safe-scheduler/extender/agents/template"
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
-	"github.com/kube-safe-scheduler/extender/server"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
@@ -76,10 +75,6 @@ func nodes(n int) []corev1.Node {
 	return out
 }
 
-type lookup map[string]*corev1.Node
-
-func (l lookup) Node(name string) (*corev1.Node, bool) { n, ok := l[name]; return n, ok }
-
 // BenchmarkAgents serves each agent function through the real handler. Besides ns/op it
 // reports ns/node and the p99 latency of the iterations.
 func BenchmarkAgents(b *testing.B) {
@@ -87,17 +82,12 @@ func BenchmarkAgents(b *testing.B) {
 	for _, n := range []int{500, 5000} {
 		ns := nodes(n)
 		names := make([]string, n)
-		lk := lookup{}
+		lk := extendertest.Lookup{}
 		for i := range ns {
 			names[i] = ns[i].Name
 			lk[names[i]] = &ns[i]
 		}
-		log := logrus.New()
-		log.SetOutput(io.Discard)
-		h, err := server.New(all, server.Options{Lookup: lk, Log: log, Registry: prometheus.NewRegistry()})
-		if err != nil {
-			b.Fatal(err)
-		}
+		h := extendertest.NewHandler(b, lk, all...)
 		// A pod with a new UID each call, as a stream of pods (pigeon counts each pod once).
 		bodies := func(full bool) func(i int) []byte {
 			return func(i int) []byte {

@@ -1,7 +1,6 @@
 // Package extendertest is the shared plumbing of the agents' tests: it serves agents through the
 // real HTTP handler of package server, builds the two forms of an extender request (full Node
-// objects, or NodeNames resolved through a NodeLookup), posts them and decodes the answers, and
-// builds a settings.Set over a fixed environment.
+// objects, or NodeNames resolved through a NodeLookup), posts them and decodes the answers.
 //
 // It is meant for tests and benchmarks only; it imports no agent, so every agent can use it.
 package extendertest
