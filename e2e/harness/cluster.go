@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -334,27 +335,23 @@ func (c *Cluster) APIServerRunning() bool {
 	return c.apiserver != nil && !c.apiserver.Exited()
 }
 
-// waitUntil polls ok every 250 ms until it returns true, p exits, ctx ends or timeout passes.
+// waitUntil polls ok (see poll) until it returns true, p exits, ctx ends or timeout passes.
 func waitUntil(ctx context.Context, timeout time.Duration, p *Process, ok func(context.Context) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		good := ok(pctx)
-		pcancel()
-		if good {
-			return nil
+	err := poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if ok(ctx) {
+			return true, nil
 		}
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: not ready after %s", p.Name, timeout)
 		case <-p.Done():
-			return fmt.Errorf("%s exited: %v", p.Name, p.exitError())
-		case <-tick.C:
+			return false, fmt.Errorf("%s exited: %v", p.Name, p.exitError())
+		default:
+			return false, nil
 		}
+	})
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: not ready after %s", p.Name, timeout)
 	}
+	return err
 }
 
 // httpOK reports whether GET url answers 200.

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -183,5 +184,23 @@ leaderElection:
 	case "kill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	}
+}
+
+// waitUntil gives up with a message naming the process when it exits, and names the timeout
+// when the condition never holds.
+func TestWaitUntil(t *testing.T) {
+	never := func(context.Context) bool { return false }
+	short := StartProcess(t, "short-lived", t.TempDir(), "/bin/sh", nil, "-c", "exit 3")
+	if err := waitUntil(t.Context(), time.Minute, short, never); err == nil || !strings.Contains(err.Error(), "short-lived exited") {
+		t.Errorf("process that exits: %v", err)
+	}
+	long := StartProcess(t, "sleeper", t.TempDir(), "/bin/sh", nil, "-c", "sleep 60")
+	if err := waitUntil(t.Context(), 500*time.Millisecond, long, never); err == nil || !strings.Contains(err.Error(), "sleeper: not ready after 500ms") {
+		t.Errorf("condition that never holds: %v", err)
+	}
+	calls := 0
+	if err := waitUntil(t.Context(), time.Minute, long, func(context.Context) bool { calls++; return calls == 3 }); err != nil {
+		t.Errorf("condition that holds at the third call: %v", err)
 	}
 }
