@@ -72,11 +72,19 @@ func decodeJSON(w http.ResponseWriter, body []byte, v any, what string) bool {
 
 // writeJSON answers 200 with v encoded as JSON.
 func writeJSON(w http.ResponseWriter, v any) {
+	writeAnswer(w, func(buf *bytes.Buffer) error {
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false) // reasons such as "risk 0.4 > 0.3" stay readable
+		return enc.Encode(v)
+	})
+}
+
+// writeAnswer answers 200 with the JSON that write appends to a pooled buffer, or 500 when it
+// fails.
+func writeAnswer(w http.ResponseWriter, write func(*bytes.Buffer) error) {
 	buf := getBuffer()
 	defer putBuffer(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false) // reasons such as "risk 0.4 > 0.3" stay readable
-	if err := enc.Encode(v); err != nil {
+	if err := write(buf); err != nil {
 		writeError(w, http.StatusInternalServerError, "encoding answer: "+err.Error())
 		return
 	}

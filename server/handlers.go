@@ -130,14 +130,7 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 				kept = append(kept, c.raw[i])
 			}
 		}
-		buf := getBuffer()
-		defer putBuffer(buf)
-		if err := appendFilterResult(buf, kept, res); err != nil {
-			writeError(w, http.StatusInternalServerError, "encoding answer: "+err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		writeBody(w, http.StatusOK, buf.Bytes())
+		writeAnswer(w, func(buf *bytes.Buffer) error { return appendFilterResult(buf, kept, res) })
 	})
 }
 
@@ -208,11 +201,7 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 		for k, score := range scores {
 			list[position(index, k)].Score = clampScore(score)
 		}
-		buf := getBuffer()
-		defer putBuffer(buf)
-		appendPriorities(buf, list)
-		w.Header().Set("Content-Type", "application/json")
-		writeBody(w, http.StatusOK, buf.Bytes())
+		writeAnswer(w, func(buf *bytes.Buffer) error { appendPriorities(buf, list); return nil })
 	})
 }
 
