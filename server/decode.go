@@ -20,13 +20,12 @@ import (
 // the scheduler's own bytes for the passing nodes instead of re-encoding them.
 var fastJSON = jsoniter.ConfigCompatibleWithStandardLibrary
 
-// wireArgs is ExtenderArgs with the node list left raw (a filter echoes passing nodes).
-type wireArgs struct {
-	Pod   *corev1.Pod
+// rawItems is the node list of an ExtenderArgs left raw (a filter echoes passing nodes). It is
+// decoded only from a body leanArgs has decoded already, so it skips what leanArgs has read.
+type rawItems struct {
 	Nodes *struct {
 		Items []jsoniter.RawMessage `json:"items"`
 	}
-	NodeNames *nameList
 }
 
 // leanArgs is ExtenderArgs with lean nodes, decoded in one pass (a prioritizer echoes nothing).
@@ -111,7 +110,7 @@ func decodeArgs(body []byte, keepRaw bool) (*decodedArgs, error) {
 	}
 	// A shape the scan does not follow (it is valid JSON, or decoding would have failed):
 	// capture the items while decoding again, slower but exact.
-	var wr wireArgs
+	var wr rawItems
 	if err := fastJSON.Unmarshal(body, &wr); err != nil {
 		return nil, err
 	}

@@ -201,6 +201,23 @@ func TestFilterFullNodes(t *testing.T) {
 	}
 }
 
+// A body the structural scan declines (here a second key that folds to "Nodes" only through
+// Unicode) is answered from the items captured while decoding again: the same answer, bytes
+// included, as for the plain body.
+func TestFilterFullNodesScanFallback(t *testing.T) {
+	f := newFixture(t, Options{})
+	plain, _ := json.Marshal(fullArgs(sampleNodes()))
+	folded := append([]byte(`{"Nodeſ":{"items":[]},`), plain[1:]...)
+	if _, err := nodeItemSpans(folded); err == nil {
+		t.Fatal("the scan accepted the folded key: this test no longer reaches the fallback")
+	}
+	want := f.do("POST", "/scheduler/predicates/label", "application/json", bytes.NewReader(plain))
+	got := f.do("POST", "/scheduler/predicates/label", "application/json", bytes.NewReader(folded))
+	if got.Code != 200 || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+		t.Fatalf("fallback answer %d %s\nplain answer %s", got.Code, got.Body, want.Body)
+	}
+}
+
 // The same request as full nodes and as names (with a lookup) gets the same verdicts and scores.
 func TestBothFormsAgree(t *testing.T) {
 	nodes := sampleNodes()
