@@ -2,7 +2,8 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
-AGENTS    := safe congestion pigeon template
+# The agents are the top-level files that compile in with their own tag (//go:build <name> || all).
+AGENTS    := $(patsubst %.go,%,$(shell grep -l '^//go:build [a-z]* || all$$' *.go))
 BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec

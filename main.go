@@ -2,9 +2,9 @@
 //
 // Each agent is compiled in by a build tag (go build -tags safe, -tags safe,congestion, or
 // -tags all); the build-tagged files next to this one (safe.go, congestion.go, pigeon.go,
-// template.go) each add one method to builtins, which is the whole registration. At run time
-// --agents (env AGENTS) chooses among the compiled-in agents, so one "all" image can play any
-// agent's sidecar.
+// template.go) each add the agent's framework.Registration to the list compiled, which is the
+// whole registration. At run time --agents (env AGENTS) chooses among the compiled-in agents, so
+// one "all" image can play any agent's sidecar.
 package main
 
 import (
@@ -16,9 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -42,35 +40,27 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
 }
 
-// builtins has one exported method per compiled-in agent, each defined in that agent's
-// build-tagged file and returning the agent's plugin.
-type builtins struct{}
+// compiled lists the agents compiled into this binary: each build-tagged file (safe.go, ...)
+// adds its agent in an init function, and nothing else does. Read it through agentsByName.
+var compiled []framework.Registration
 
-// plugin is what main knows of an agent: its name, its settings, its constructor.
-type plugin struct {
-	name string
-	// declare adds the agent's settings to s and returns its constructor, called once the
-	// settings are parsed if the agent is selected.
-	declare func(s *settings.Set) func(d deps) (framework.Agent, error)
+// agentsByName returns the compiled-in agents, sorted by name.
+func agentsByName() []framework.Registration {
+	return slices.SortedFunc(slices.Values(compiled), func(a, b framework.Registration) int {
+		return strings.Compare(a.Name, b.Name)
+	})
 }
 
-// deps are what main hands to agents.
-type deps struct {
-	log *logrus.Entry
-	// cluster is the informer-backed view of the cluster, nil when the extender runs without
-	// cluster access.
-	cluster framework.Cluster
-}
+// buildHint is the message of a binary built without any agent. It names no agent: the tags
+// are the agents' names, which live in the build-tagged files alone.
+const buildHint = "this extender was built without any agent; build it with one or more agent tags, " +
+	"for example: go build -tags safe . (each agent's tag is its name, as in its file safe.go, pigeon.go, ...; " +
+	"-tags all builds every agent)"
 
-// compiledIn returns the plugins of the agents compiled into this binary, sorted by name.
-func compiledIn() []plugin {
-	v := reflect.ValueOf(builtins{})
-	out := make([]plugin, 0, v.NumMethod())
-	for i := 0; i < v.NumMethod(); i++ {
-		out = append(out, v.Method(i).Interface().(func() plugin)())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+// fileConfig is a configuration that also reads a file of its own (pigeon's pigeon.cfg), filling
+// what no flag or variable set; main applies it after parsing the settings.
+type fileConfig interface {
+	ApplyFile(explicit func(env string) bool) error
 }
 
 // config is the server's own configuration.
@@ -92,15 +82,14 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
-	plugins := compiledIn()
-	if len(plugins) == 0 {
-		fmt.Fprintln(stderr, "this extender was built without any agent; build it with one or more agent tags, "+
-			"for example: go build -tags safe . (tags: safe, congestion, pigeon, template, or all)")
+	registrations := agentsByName()
+	if len(registrations) == 0 {
+		fmt.Fprintln(stderr, buildHint)
 		return 2
 	}
 	var names []string
-	for _, p := range plugins {
-		names = append(names, p.name)
+	for _, r := range registrations {
+		names = append(names, r.Name)
 	}
 
 	fs := flag.NewFlagSet("extender", flag.ContinueOnError)
@@ -116,9 +105,16 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	cfg.declare(set, names)
 	var clusterCfg cluster.Config
 	clusterCfg.Declare(set)
-	constructors := map[string]func(deps) (framework.Agent, error){}
-	for _, p := range plugins {
-		constructors[p.name] = p.declare(set)
+	// Every compiled-in agent's settings are declared (so --help lists them all); only the
+	// selected agents' are validated and used.
+	type agentSettings struct {
+		cfg   framework.Config
+		bound settings.Bound
+	}
+	agentCfg := map[string]agentSettings{}
+	for _, r := range registrations {
+		c := r.NewConfig()
+		agentCfg[r.Name] = agentSettings{cfg: c, bound: set.Bind(c)}
 	}
 	if err := set.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -136,7 +132,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		fmt.Fprintf(stderr, "configuration error:\ncluster access: %v\n", err)
 		return 2
 	}
-	// view and ready stay nil without cluster access (a nil *cluster.State in the interface
+	// view and ready stay nil without cluster access (a nil *cluster.Cache in the interface
 	// would not be nil).
 	var view framework.Cluster
 	var ready func() bool
@@ -150,10 +146,28 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 	var agents []framework.Agent
-	for _, name := range selected {
-		a, err := constructors[name](deps{log: log.WithField("agent", name), cluster: view})
+	for _, r := range registrations {
+		if !slices.Contains(selected, r.Name) {
+			continue
+		}
+		ac := agentCfg[r.Name]
+		if fc, ok := ac.cfg.(fileConfig); ok {
+			if err := fc.ApplyFile(set.Explicit); err != nil {
+				fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", r.Name, err)
+				return 2
+			}
+		}
+		if err := ac.cfg.Validate(); err != nil {
+			fmt.Fprintf(stderr, "configuration error:\nagent %s:\n%v\n", r.Name, ac.bound.Describe(err))
+			return 2
+		}
+		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view}
+		if state != nil {
+			h.Client, h.Events = state.Client(), state.Events(r.Name)
+		}
+		a, err := r.New(ac.cfg, h)
 		if err != nil {
-			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", name, err)
+			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", r.Name, err)
 			return 2
 		}
 		agents = append(agents, a)

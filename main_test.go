@@ -3,13 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	allagents "github.com/kube-safe-scheduler/extender/agents"
 )
 
 // env returns a getenv over a fixed map.
@@ -36,7 +43,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 
 // Built without an agent tag (plain go test), the binary refuses to start and says how to build.
 func TestRunWithoutAgents(t *testing.T) {
-	if len(compiledIn()) > 0 {
+	if len(agentsByName()) > 0 {
 		t.Skip("agents compiled in; this test runs in a build without agent tags")
 	}
 	var out syncBuffer
@@ -49,7 +56,7 @@ func TestRunWithoutAgents(t *testing.T) {
 }
 
 func requireAgents(t *testing.T) {
-	if len(compiledIn()) == 0 {
+	if len(agentsByName()) == 0 {
 		t.Skip("no agent compiled in: run with -tags all")
 	}
 }
@@ -68,6 +75,11 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"unknown agent", nil, env("AGENTS", "oracle"), `agent "oracle" is not compiled into this binary`},
 		{"no agent", []string{"--agents", " , "}, env(), "no agent selected"},
 		{"body limit", nil, env("MAX_BODY_BYTES", "-1"), "invalid MAX_BODY_BYTES"},
+		// an agent's range, checked by its Config.Validate, named by variable and flag
+		{"agent range", nil, env("AGENTS", "safe", "SAFEUTILIZATION", "101"),
+			"agent safe:\ninvalid SAFEUTILIZATION (or --safe-utilization): 101 is out of range [0, 100]"},
+		{"agent value", nil, env("AGENTS", "congestion", "CONGESTION_FACTOR_MAX", "many"),
+			`invalid CONGESTION_FACTOR_MAX (or --congestion-factor-max): "many" is not an integer`},
 		{"unknown flag", []string{"--frobnicate"}, env(), "flag provided but not defined"},
 	}
 	for _, tc := range cases {
@@ -136,5 +148,40 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "extender stopped") {
 		t.Errorf("log lacks the stop line: %s", out.String())
+	}
+}
+
+// Every agent's configuration round-trips through JSON (the form of a scheduler's pluginConfig
+// args) with camelCase fields, and an empty object decodes to the defaults.
+func TestConfigsRoundTripThroughJSON(t *testing.T) {
+	for _, r := range allagents.All {
+		t.Run(r.Name, func(t *testing.T) {
+			def := r.NewConfig()
+			data, err := json.Marshal(def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`^\{("[a-z][A-Za-z]*":[^,]+,?)*\}$`).Match(data) {
+				t.Errorf("fields are not camelCase: %s", data)
+			}
+			back := r.NewConfig()
+			if err := json.Unmarshal(data, back); err != nil {
+				t.Fatal(err)
+			}
+			empty := r.NewConfig()
+			if err := json.Unmarshal([]byte("{}"), empty); err != nil {
+				t.Fatal(err)
+			}
+			opts := cmp.Exporter(func(reflect.Type) bool { return true })
+			if diff := cmp.Diff(def, back, opts); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(def, empty, opts); diff != "" {
+				t.Errorf("{} is not the defaults (-want +got):\n%s", diff)
+			}
+			if err := def.Validate(); err != nil {
+				t.Errorf("defaults do not validate: %v", err)
+			}
+		})
 	}
 }

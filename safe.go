@@ -2,17 +2,7 @@
 
 package main
 
-import (
-	"github.com/kube-safe-scheduler/extender/agents/safe"
-	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/settings"
-)
+import "github.com/kube-safe-scheduler/extender/agents/safe"
 
-// Safe registers the safe agent (build tag "safe").
-func (builtins) Safe() plugin {
-	return plugin{name: safe.Name, declare: func(s *settings.Set) func(deps) (framework.Agent, error) {
-		var cfg safe.Config
-		cfg.Declare(s)
-		return func(d deps) (framework.Agent, error) { return safe.New(cfg, d.log) }
-	}}
-}
+// The safe agent (build tag "safe").
+func init() { compiled = append(compiled, safe.Registration) }

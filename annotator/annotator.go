@@ -30,7 +30,7 @@ import (
 // FieldManager names the annotator in the nodes' managed fields.
 const FieldManager = "node-annotator"
 
-// Cluster is what the annotator reads of the cluster (cluster.State provides it).
+// Cluster is what the annotator reads of the cluster (cluster.Cache provides it).
 type Cluster interface {
 	HasSynced() bool
 	Nodes() []*corev1.Node

@@ -16,42 +16,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
-	"github.com/kube-safe-scheduler/extender/agents/congestion"
-	"github.com/kube-safe-scheduler/extender/agents/pigeon"
-	"github.com/kube-safe-scheduler/extender/agents/safe"
-	"github.com/kube-safe-scheduler/extender/agents/template"
+	allagents "github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
-	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // agents returns every agent with its default configuration.
 func agents(b *testing.B) []framework.Agent {
-	s := settingstest.New(nil)
-	var sc safe.Config
-	var cc congestion.Config
-	var pc pigeon.Config
-	var tc template.Config
-	sc.Declare(s)
-	cc.Declare(s)
-	pc.Declare(s)
-	tc.Declare(s)
-	if err := s.Parse(nil); err != nil {
-		b.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	sa, err1 := safe.New(sc, log.WithField("agent", "safe"))
-	ca, err2 := congestion.New(cc)
-	pa, err3 := pigeon.New(pc, nil, log.WithField("agent", "pigeon"))
-	ta, err4 := template.New(tc)
-	for _, err := range []error{err1, err2, err3, err4} {
+	var out []framework.Agent
+	for _, r := range allagents.All {
+		log := logrus.New()
+		log.SetOutput(io.Discard)
+		a, err := r.New(r.NewConfig(), framework.NewHandle(log.WithField("agent", r.Name)))
 		if err != nil {
 			b.Fatal(err)
 		}
+		out = append(out, a)
 	}
-	return []framework.Agent{sa, ca, pa, ta}
+	return out
 }
 
 // nodes returns n realistic nodes (16 cores, 64 GiB) carrying every agent's annotations, with

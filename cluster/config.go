@@ -1,5 +1,5 @@
 // Package cluster gives a process a read-only, informer-backed view of the cluster: the nodes,
-// the non-terminated pods and, per node, the summed requests of the pods bound to it. One State
+// the non-terminated pods and, per node, the summed requests of the pods bound to it. One Cache
 // serves every agent of the extender (through framework.Cluster) and the node annotator.
 //
 // Cluster access is optional. Config decides how the API server is reached: a kubeconfig file

@@ -100,7 +100,7 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // RouteKlog sends what client-go logs through klog to log: its messages at debug level (the
-// informers' retries while the API server is away would otherwise fill the log; State logs
+// informers' retries while the API server is away would otherwise fill the log; Cache logs
 // the outage itself once) and its verbose messages at trace level. klog is process-wide:
 // call this once, from main.
 func RouteKlog(log *logrus.Logger) {

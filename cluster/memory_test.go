@@ -33,9 +33,9 @@ const (
 	memPods  = 50000
 )
 
-// BenchmarkCacheMemory reports the live heap the State adds once synced over a fake clientset
-// holding 5000 nodes and 50,000 pods: heap after GC with the State synced, minus the heap after
-// GC with only the fake clientset filled. "stripped" is the State as shipped; "unstripped" the
+// BenchmarkCacheMemory reports the live heap the Cache adds once synced over a fake clientset
+// holding 5000 nodes and 50,000 pods: heap after GC with the Cache synced, minus the heap after
+// GC with only the fake clientset filled. "stripped" is the Cache as shipped; "unstripped" the
 // same caches without the transform, for comparison.
 func BenchmarkCacheMemory(b *testing.B) {
 	for _, stripped := range []bool{true, false} {
@@ -65,7 +65,7 @@ func measureCache(b *testing.B, stripped bool) (mib, bytesPerObject float64) {
 	objs = nil
 	base := liveHeap()
 
-	s := NewState(client, quietLog())
+	s := NewCache(client, quietLog())
 	if !stripped {
 		identity := func(o any) (any, error) { return o, nil }
 		_ = s.nodes.SetTransform(identity)
@@ -203,7 +203,7 @@ func realisticPod(i int, node string) *corev1.Pod {
 				Image:       fmt.Sprintf("registry.example.com/team-%d/%s:v1.%d.0", i%20, app, i%9),
 				ImageID:     fmt.Sprintf("registry.example.com/team-%d/%s@sha256:%064x", i%20, app, i%300),
 				ContainerID: fmt.Sprintf("containerd://%064x", i),
-				State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+				Cache:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			}},
 		},
 	}

@@ -3,14 +3,16 @@ package cluster
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 // strip is the informers' transform: it runs on every object before the cache stores it and
 // keeps only what the agents and the allocation read, so that the cache's memory stays in
 // proportion to what is used. Objects of other types pass through unchanged.
 //
-// Nodes keep everything but their managed fields and their image list (status.images, often
-// the largest part of a node object, read by kube-scheduler's ImageLocality and by no agent).
+// Nodes keep exactly framework.NodeView: what agents may read, the same as a full-node request
+// gives them.
 //
 // Pods keep: namespace, name, UID, resource version, labels, deletion timestamp; spec.nodeName;
 // status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
@@ -20,10 +22,7 @@ import (
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
-		// Since client-go 1.27 a transform sees the object first and may change it in place.
-		o.ManagedFields = nil
-		o.Status.Images = nil
-		return o, nil
+		return framework.NodeView(o), nil
 	case *corev1.Pod:
 		return stripPod(o), nil
 	}

@@ -38,7 +38,7 @@ func TestDockerfiles(t *testing.T) {
 	for _, f := range files {
 		names = append(names, strings.TrimPrefix(filepath.Base(f), "Dockerfile."))
 	}
-	for _, want := range []string{"safe", "congestion", "pigeon", "template", "all"} {
+	for _, want := range append(slices.Sorted(maps.Keys(agentRoutes(t))), "all") {
 		if !slices.Contains(names, want) {
 			t.Errorf("dockerfiles/Dockerfile.%s is missing", want)
 		}
@@ -78,12 +78,13 @@ func TestDockerfiles(t *testing.T) {
 				t.Errorf("the build writes %s, not the /out/extender the final stage copies", b.Output)
 			}
 
+			all := agentRoutes(t)
 			agents := []string{name}
 			if name == "all" {
-				agents = slices.Sorted(maps.Keys(agentRoutes))
+				agents = slices.Sorted(maps.Keys(all))
 			}
-			if _, known := agentRoutes[name]; !known && name != "all" {
-				t.Fatalf("agent %s: add its routes to agentRoutes (e2e/helpers_test.go) so that this test can check them", name)
+			if _, known := all[name]; !known && name != "all" {
+				t.Fatalf("Dockerfile.%s builds an agent the extender built with -tags all does not serve", name)
 			}
 			requireAgents(t, agents...)
 			if want := []string{name}; !slices.Equal(b.Tags, want) {
@@ -101,7 +102,7 @@ func TestDockerfiles(t *testing.T) {
 				Pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u"}},
 				Nodes: &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}},
 			})
-			for agent, routes := range agentRoutes {
+			for agent, routes := range all {
 				for _, route := range routes {
 					status, answer, err := ext.Post(t.Context(), "/scheduler/"+route, body)
 					if err != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,12 +29,35 @@ const (
 
 var serviceAccountGroups = []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}
 
-// agentRoutes are the routes each agent serves, as their issues define them.
-var agentRoutes = map[string][]string{
-	"safe":       {"predicates/safe-overload", "priorities/safe-overload", "priorities/safe-balance"},
-	"congestion": {"priorities/congestion"},
-	"pigeon":     {"priorities/pigeon-holing"},
-	"template":   {"predicates/template-label", "priorities/template-score"},
+var (
+	routesOnce  sync.Once
+	routesByAll map[string][]string
+	routesErr   error
+)
+
+// agentRoutes returns the routes each agent serves, relative to /scheduler/ ("predicates/x"),
+// as the extender built with every agent (-tags all) reports them at /version: the list of
+// agents and their functions lives in the extender alone.
+func agentRoutes(t testing.TB) map[string][]string {
+	t.Helper()
+	routesOnce.Do(func() {
+		ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender all (routes)", Tags: []string{"all"}})
+		v, err := ext.Version(t.Context())
+		if err != nil {
+			routesErr = err
+			return
+		}
+		routesByAll = map[string][]string{}
+		for agent, paths := range v.Routes {
+			for _, p := range paths {
+				routesByAll[agent] = append(routesByAll[agent], strings.TrimPrefix(p, "/scheduler/"))
+			}
+		}
+	})
+	if routesErr != nil {
+		t.Fatalf("reading the agents' routes from the extender built with -tags all: %v", routesErr)
+	}
+	return routesByAll
 }
 
 func repoRoot(t testing.TB) string {

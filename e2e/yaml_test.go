@@ -105,7 +105,7 @@ func TestExtenderFilesShape(t *testing.T) {
 					t.Errorf("sidecar %s runs image %s built with tags %v; want the image of agent %s", sc.Name, sc.Image, tags, sc.Name)
 				}
 				served = append(served, sc.Name)
-				routes[strconv.Itoa(port)] = agentRoutes[sc.Name]
+				routes[strconv.Itoa(port)] = agentRoutes(t)[sc.Name]
 			}
 			slices.Sort(served)
 			want := slices.Clone(agents)

@@ -15,7 +15,7 @@ import (
 // The scheduler marshals ExtenderArgs with encoding/json; most of a Node's bytes (images,
 // conditions, node info, managed fields) are of no use to an agent. Full-node requests are
 // therefore decoded in one pass with jsoniter, several times faster than encoding/json here,
-// into lean nodes that keep only what agents read (see framework.Agent). For a filter, a
+// into lean nodes that keep only what agents read (framework.NodeView). For a filter, a
 // structural scan (scan.go) then finds each node's bytes in the body, so that the answer echoes
 // the scheduler's own bytes for the passing nodes instead of re-encoding them.
 var fastJSON = jsoniter.ConfigCompatibleWithStandardLibrary
@@ -48,18 +48,22 @@ type leanNode struct {
 	} `json:"metadata"`
 	Spec   corev1.NodeSpec `json:"spec"`
 	Status struct {
-		Capacity    corev1.ResourceList `json:"capacity"`
-		Allocatable corev1.ResourceList `json:"allocatable"`
+		Capacity    corev1.ResourceList  `json:"capacity"`
+		Allocatable corev1.ResourceList  `json:"allocatable"`
+		Addresses   []corev1.NodeAddress `json:"addresses"`
 	} `json:"status"`
 }
 
+// node returns the decoded node: exactly framework.NodeView of the node the request carried
+// (TestNodeViewSameInBothForms holds the two equal).
 func (l *leanNode) node() corev1.Node {
 	m := &l.Metadata
 	return corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
 			Labels: m.Labels, Annotations: m.Annotations},
-		Spec:   l.Spec,
-		Status: corev1.NodeStatus{Capacity: l.Status.Capacity, Allocatable: l.Status.Allocatable},
+		Spec: l.Spec,
+		Status: corev1.NodeStatus{Capacity: l.Status.Capacity, Allocatable: l.Status.Allocatable,
+			Addresses: l.Status.Addresses},
 	}
 }
 

@@ -116,7 +116,15 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 			return
 		}
 		nodes, index := c.known()
-		verdicts := fn(req.Context(), pod, nodes)
+		verdicts, err := fn(req.Context(), pod, nodes)
+		if err != nil {
+			// The agent could judge no node: the scheduler reads the result's Error and fails
+			// the pod's cycle, or skips this extender when it is ignorable.
+			msg := "filter failed: " + err.Error()
+			noteResultError(w, msg)
+			writeJSON(w, &extenderv1.ExtenderFilterResult{Error: msg})
+			return
+		}
 		if len(verdicts) != len(nodes) {
 			writeError(w, http.StatusInternalServerError,
 				fmt.Sprintf("filter returned %d verdicts for %d nodes", len(verdicts), len(nodes)))
@@ -187,7 +195,12 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 			return
 		}
 		nodes, index := c.known()
-		scores := fn(req.Context(), pod, nodes)
+		scores, err := fn(req.Context(), pod, nodes)
+		if err != nil {
+			// A HostPriorityList has no error field: the error must be a status.
+			writeError(w, http.StatusInternalServerError, "prioritizer failed: "+err.Error())
+			return
+		}
 		if len(scores) != len(nodes) {
 			writeError(w, http.StatusInternalServerError,
 				fmt.Sprintf("prioritizer returned %d scores for %d nodes", len(scores), len(nodes)))

@@ -8,7 +8,7 @@
 //	POST /scheduler/priorities/<priority>   ExtenderArgs -> HostPriorityList
 //	POST /scheduler/bind                    ExtenderBindingArgs -> ExtenderBindingResult (not supported)
 //	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (echo)
-//	GET  /version, /healthz, /readyz, /metrics
+//	GET  /version (the version, the agents and each agent's routes), /healthz, /readyz, /metrics
 package server
 
 import (
@@ -73,26 +73,33 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 
 	filters, priorities := map[string]string{}, map[string]string{}
 	var names []string
+	// routes lists each agent's routes at /version, where deployments and tests read them.
+	routes := map[string][]string{}
 	for _, a := range agents {
 		names = append(names, a.Name())
+		routes[a.Name()] = []string{}
 		for _, f := range a.Filters() {
 			if err := claim(filters, "filter", a.Name(), f.Name, f.Func == nil); err != nil {
 				return nil, err
 			}
-			r.Handle("/scheduler/predicates/"+f.Name, s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))).Methods(http.MethodPost)
+			path := "/scheduler/predicates/" + f.Name
+			r.Handle(path, s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))).Methods(http.MethodPost)
+			routes[a.Name()] = append(routes[a.Name()], path)
 		}
 		for _, p := range a.Prioritizers() {
 			if err := claim(priorities, "prioritizer", a.Name(), p.Name, p.Func == nil); err != nil {
 				return nil, err
 			}
-			r.Handle("/scheduler/priorities/"+p.Name, s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))).Methods(http.MethodPost)
+			path := "/scheduler/priorities/" + p.Name
+			r.Handle(path, s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))).Methods(http.MethodPost)
+			routes[a.Name()] = append(routes[a.Name()], path)
 		}
 	}
 	sort.Strings(names)
 	r.Handle("/scheduler/bind", s.verb("", "bind", "bind", http.HandlerFunc(s.bind))).Methods(http.MethodPost)
 	r.Handle("/scheduler/preemption", s.verb("", "preemption", "preempt", http.HandlerFunc(s.preempt))).Methods(http.MethodPost)
 
-	version, _ := json.Marshal(map[string]any{"version": opts.Version, "agents": names})
+	version, _ := json.Marshal(map[string]any{"version": opts.Version, "agents": names, "routes": routes})
 	r.HandleFunc("/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, http.StatusOK, append(version, '\n'))
 	}).Methods(http.MethodGet, http.MethodHead)

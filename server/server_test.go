@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 //     it is also labelled unresolvable=true;
 //   - priority "label": the node's score label, parsed as an integer (may be out of range);
 //   - filter "panic" and priority "panic": panic;
+//   - filter "error" and priority "error": return an error;
 //   - filter "short": returns one verdict too few.
 type testAgent struct{}
 
@@ -35,35 +37,41 @@ func (testAgent) Name() string { return "test" }
 
 func (testAgent) Filters() []framework.Filter {
 	return []framework.Filter{
-		{Name: "label", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+		{Name: "label", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 			out := make([]framework.Verdict, len(nodes))
 			for i, n := range nodes {
 				if r := n.Labels["reject"]; r != "" {
 					out[i] = framework.Verdict{Reason: r, Unresolvable: n.Labels["unresolvable"] == "true"}
 				}
 			}
-			return out
+			return out, nil
 		}},
-		{Name: "panic", Func: func(context.Context, *corev1.Pod, []*corev1.Node) []framework.Verdict {
+		{Name: "panic", Func: func(context.Context, *corev1.Pod, []*corev1.Node) ([]framework.Verdict, error) {
 			panic("agent bug")
 		}},
-		{Name: "short", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
-			return make([]framework.Verdict, max(len(nodes)-1, 0))
+		{Name: "error", Func: func(context.Context, *corev1.Pod, []*corev1.Node) ([]framework.Verdict, error) {
+			return nil, errors.New("metrics source unreachable")
+		}},
+		{Name: "short", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+			return make([]framework.Verdict, max(len(nodes)-1, 0)), nil
 		}},
 	}
 }
 
 func (testAgent) Prioritizers() []framework.Prioritizer {
 	return []framework.Prioritizer{
-		{Name: "label", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []int64 {
+		{Name: "label", Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 			out := make([]int64, len(nodes))
 			for i, n := range nodes {
 				fmt.Sscan(n.Labels["score"], &out[i])
 			}
-			return out
+			return out, nil
 		}},
-		{Name: "panic", Func: func(context.Context, *corev1.Pod, []*corev1.Node) []int64 {
+		{Name: "panic", Func: func(context.Context, *corev1.Pod, []*corev1.Node) ([]int64, error) {
 			panic(fmt.Errorf("agent bug in prioritize"))
+		}},
+		{Name: "error", Func: func(context.Context, *corev1.Pod, []*corev1.Node) ([]int64, error) {
+			return nil, errors.New("metrics source unreachable")
 		}},
 	}
 }
@@ -409,6 +417,40 @@ func TestPanicIsA500AndServingGoesOn(t *testing.T) {
 	}
 }
 
+// An agent's error is the filter result's Error (the scheduler then applies ignorable) and a
+// prioritizer's 500; both count as errors in the metrics.
+func TestAgentErrors(t *testing.T) {
+	nodes := lookup{}
+	for _, n := range sampleNodes() {
+		nodes[n.Name] = &n
+	}
+	f := newFixture(t, Options{Lookup: nodes})
+	for _, names := range []bool{false, true} {
+		args := fullArgs(sampleNodes())
+		if names {
+			args = nameArgs("a", "b", "c")
+		}
+		rec := f.post("/scheduler/predicates/error", args)
+		res := decode[extenderv1.ExtenderFilterResult](t, rec)
+		if rec.Code != 200 || res.Error != "filter failed: metrics source unreachable" || res.Nodes != nil || res.NodeNames != nil {
+			t.Errorf("filter error (names %v): %d %+v", names, rec.Code, res)
+		}
+		msg := errorOf(t, f.post("/scheduler/priorities/error", args), http.StatusInternalServerError)
+		if msg != "prioritizer failed: metrics source unreachable" {
+			t.Errorf("prioritize error (names %v): %q", names, msg)
+		}
+	}
+	metrics := f.do("GET", "/metrics", "", nil).Body.String()
+	for _, want := range []string{
+		`extender_request_errors_total{agent="test",function="error",verb="filter"} 2`,
+		`extender_request_errors_total{agent="test",function="error",verb="prioritize"} 2`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
 func TestWrongVerdictCountIsA500(t *testing.T) {
 	f := newFixture(t, Options{})
 	msg := errorOf(t, f.post("/scheduler/predicates/short", fullArgs(sampleNodes())), http.StatusInternalServerError)
@@ -450,7 +492,8 @@ func TestInfoRoutes(t *testing.T) {
 	f := newFixture(t, Options{Version: "v9.9.9", Ready: func() bool { return ready }})
 
 	rec := f.do("GET", "/version", "", nil)
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"version":"v9.9.9"`) || !strings.Contains(rec.Body.String(), `"agents":["test"]`) {
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"version":"v9.9.9"`) || !strings.Contains(rec.Body.String(), `"agents":["test"]`) ||
+		!strings.Contains(rec.Body.String(), `"routes":{"test":["/scheduler/predicates/label","/scheduler/predicates/panic","/scheduler/predicates/error","/scheduler/predicates/short","/scheduler/priorities/label","/scheduler/priorities/panic","/scheduler/priorities/error"]}`) {
 		t.Errorf("/version: %d %s", rec.Code, rec.Body)
 	}
 	if rec := f.do("GET", "/healthz", "", nil); rec.Code != 200 {

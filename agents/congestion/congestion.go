@@ -28,30 +28,22 @@ const Annotation = "congestion-factor"
 // DefaultFactorMax is the default of CONGESTION_FACTOR_MAX.
 const DefaultFactorMax = 100
 
-// Config holds the agent's settings.
+// Config holds the agent's settings (tags: see settings.Bind and template.Config).
 type Config struct {
-	// FactorMax is M: the congestion factor at and above which a node scores 0
-	// (CONGESTION_FACTOR_MAX, an integer > 0).
-	FactorMax int
+	// FactorMax is M: the congestion factor at and above which a node scores 0 (an integer > 0).
+	FactorMax int `json:"factorMax" env:"CONGESTION_FACTOR_MAX" flag:"congestion-factor-max" help:"congestion agent: congestion factor M at and above which a node scores 0 (integer 1..2147483647)"`
 }
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config { return Config{FactorMax: DefaultFactorMax} }
 
-// Declare adds the agent's settings, with their defaults, to s.
-func (c *Config) Declare(s *settings.Set) {
-	s.Int(&c.FactorMax, "CONGESTION_FACTOR_MAX", "congestion-factor-max", DefaultFactorMax, 1, math.MaxInt32,
-		"congestion agent: congestion factor M at and above which a node scores 0 (integer 1..2147483647)")
+// Validate reports every bad field, each as a settings.FieldError.
+func (c Config) Validate() error {
+	return settings.Range("factorMax", c.FactorMax, 1, math.MaxInt32)
 }
 
-// Validate reports every setting out of its range, each named by its variable.
-func (c Config) Validate() error {
-	var errs []error
-	if c.FactorMax < 1 || c.FactorMax > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("CONGESTION_FACTOR_MAX: %d is out of range [1, %d]", c.FactorMax, math.MaxInt32))
-	}
-	return errors.Join(errs...)
-}
+// Registration offers the agent to the programs that run agents.
+var Registration = framework.Register(Name, DefaultConfig, New)
 
 // Agent is the congestion agent. It keeps no state between calls: it is safe for concurrent use.
 type Agent struct {
@@ -60,8 +52,8 @@ type Agent struct {
 
 var _ framework.Agent = (*Agent)(nil)
 
-// New returns the agent for cfg.
-func New(cfg Config) (*Agent, error) {
+// New returns the agent for cfg; it uses nothing of h.
+func New(cfg Config, _ framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid congestion config: %w", err)
 	}
@@ -80,12 +72,12 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 }
 
 // score gives each node Score(factor, M), factor read by Factor.
-func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []int64 {
+func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	out := make([]int64, len(nodes))
 	for i, n := range nodes {
 		out[i] = Score(Factor(n.Annotations), a.m)
 	}
-	return out
+	return out, nil
 }
 
 // Factor reads the congestion factor from a node's annotations: the integer in Annotation

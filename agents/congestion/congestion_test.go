@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,20 +124,20 @@ func TestAgentScores(t *testing.T) {
 		makeNode("f", "junk"), // 0 -> 10
 		makeNode("g", "1000"), // min(1000, 100) = 100: 0
 	}
-	a, err := New(DefaultConfig())
+	a, err := New(DefaultConfig(), framework.NewHandle(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := a.score(context.Background(), &corev1.Pod{}, nodes)
+	got := extendertest.Must(a.score(context.Background(), &corev1.Pod{}, nodes))
 	if diff := cmp.Diff([]int64{10, 8, 0, 10, 10, 10, 0}, got); diff != "" {
 		t.Errorf("scores (-want +got):\n%s", diff)
 	}
 	// M 50: "25" is 10*(1 - 0.5) = 5; "100" is capped at 50: 0.
-	a, err = New(Config{FactorMax: 50})
+	a, err = New(Config{FactorMax: 50}, framework.NewHandle(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := a.score(context.Background(), &corev1.Pod{}, nodes[:3]); !cmp.Equal(got, []int64{10, 5, 0}) {
+	if got := extendertest.Must(a.score(context.Background(), &corev1.Pod{}, nodes[:3])); !cmp.Equal(got, []int64{10, 5, 0}) {
 		t.Errorf("M 50: scores %v, want [10 5 0]", got)
 	}
 	if len(a.Filters()) != 0 || len(a.Prioritizers()) != 1 || a.Prioritizers()[0].Name != "congestion" {
@@ -162,7 +165,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := settingstest.Parse[Config](tc.env, tc.args...)
+			got, err := settingstest.Bind(DefaultConfig(), tc.env, tc.args...)
 			switch {
 			case tc.err && (err == nil || !strings.Contains(err.Error(), "CONGESTION_FACTOR_MAX")):
 				t.Errorf("error %v, want one naming CONGESTION_FACTOR_MAX", err)
@@ -173,7 +176,7 @@ func TestSettings(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Config{FactorMax: 0}); err == nil || !strings.Contains(err.Error(), "CONGESTION_FACTOR_MAX") {
-		t.Errorf("New(FactorMax 0): %v, want an error naming CONGESTION_FACTOR_MAX", err)
+	if _, err := New(Config{FactorMax: 0}, framework.NewHandle(nil)); err == nil || !strings.Contains(err.Error(), "factorMax: 0 is out of range") {
+		t.Errorf("New(FactorMax 0): %v, want an error naming factorMax", err)
 	}
 }

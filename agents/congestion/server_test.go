@@ -12,13 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 )
 
 // newHandler serves a congestion agent with the default configuration, nodes in its lookup.
 func newHandler(t testing.TB, nodes []*corev1.Node) http.Handler {
 	t.Helper()
-	a, err := New(DefaultConfig())
+	a, err := New(DefaultConfig(), framework.NewHandle(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func benchNodes(n int) []*corev1.Node {
 }
 
 func BenchmarkScore(b *testing.B) {
-	a, err := New(DefaultConfig())
+	a, err := New(DefaultConfig(), framework.NewHandle(nil))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func BenchmarkScore(b *testing.B) {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				a.score(b.Context(), &corev1.Pod{}, nodes)
+				extendertest.Must(a.score(b.Context(), &corev1.Pod{}, nodes))
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
@@ -17,15 +18,15 @@ import (
 func load(t *testing.T, args []string, env map[string]string) (Config, error) {
 	t.Helper()
 	s := settingstest.New(env)
-	var cfg Config
-	cfg.Declare(s)
+	cfg := DefaultConfig()
+	bound := s.Bind(&cfg)
 	if err := s.Parse(args); err != nil {
 		return cfg, err
 	}
 	if err := cfg.ApplyFile(s.Explicit); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate()
+	return cfg, bound.Describe(cfg.Validate())
 }
 
 func writeFile(t *testing.T, text string) string {
@@ -95,16 +96,19 @@ func TestConfigErrors(t *testing.T) {
 		{name: "bad objective", file: "policyObjective = PACK\n",
 			want: []string{"pigeon.cfg line 1", `"PACK" is not one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE`}},
 		{name: "bad index", file: "policyResourceIndex = first\n", want: []string{"pigeon.cfg line 1", "not an integer"}},
-		{name: "index out of range", file: "policyResourceIndex = 5\n", want: []string{"pigeon.cfg line 1", "out of range [0, 4]"}},
+		{name: "index out of range", file: "policyResourceIndex = 5\n",
+			want: []string{"invalid POLICY_RESOURCE_INDEX (or --policy-resource-index): 5 (set by ", "pigeon.cfg line 1) is beyond the resources"}},
+		{name: "resources out of range", file: "numResources = 6\n",
+			want: []string{"invalid NUM_RESOURCES (or --num-resources): 6 (set by ", "pigeon.cfg line 1) is out of range [1, 5]"}},
 		{name: "repeated key", file: "numResources = 2\nnumResources = 3\n",
 			want: []string{"pigeon.cfg line 2", "already set on line 1"}},
 		// a bad line stops the program even when the variable overrides that setting
 		{name: "bad line under an explicit variable", file: "policyObjective = PACK\n",
 			env: map[string]string{"POLICY_OBJECTIVE": "CONSOLIDATE"}, want: []string{"pigeon.cfg line 1"}},
 		{name: "index beyond the resources", env: map[string]string{"POLICY_RESOURCE_INDEX": "2"},
-			want: []string{"POLICY_RESOURCE_INDEX (or --policy-resource-index) is 2 but NUM_RESOURCES is 2: must be in 0..1"}},
+			want: []string{"invalid POLICY_RESOURCE_INDEX (or --policy-resource-index): 2 is beyond the resources: NUM_RESOURCES (numResources) is 2, so it must be in 0..1"}},
 		{name: "index beyond the resources, from the file", file: "numResources = 1\npolicyResourceIndex = 1\n",
-			want: []string{"POLICY_RESOURCE_INDEX (or --policy-resource-index) (set by ", "pigeon.cfg line 2) is 1 but NUM_RESOURCES is 1"}},
+			want: []string{"POLICY_RESOURCE_INDEX (or --policy-resource-index): 1 (set by ", "pigeon.cfg line 2) is beyond the resources: NUM_RESOURCES (numResources) is 1"}},
 		{name: "too many resources", env: map[string]string{"NUM_RESOURCES": "6"},
 			want: []string{"NUM_RESOURCES (or --num-resources)", "out of range [1, 5]"}},
 		{name: "unknown objective", env: map[string]string{"POLICY_OBJECTIVE": "SPREAD"}, want: []string{"POLICY_OBJECTIVE"}},
@@ -142,9 +146,9 @@ func TestConfigUnreadableFile(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Config{NumResources: 2, Objective: "FAST", ResourceIndex: 3, GPUResource: "nvidia.com/gpu"}, nil, nil)
-	// both bad fields are reported
-	if err == nil || !strings.Contains(err.Error(), "POLICY_OBJECTIVE") || !strings.Contains(err.Error(), "POLICY_RESOURCE_INDEX") {
-		t.Fatalf("error %v, want one naming POLICY_OBJECTIVE and POLICY_RESOURCE_INDEX", err)
+	_, err := New(Config{NumResources: 2, Objective: "FAST", ResourceIndex: 3, GPUResource: "nvidia.com/gpu"}, framework.NewHandle(nil))
+	// both bad fields are reported, by their JSON names
+	if err == nil || !strings.Contains(err.Error(), `policyObjective: "FAST" is not one of`) || !strings.Contains(err.Error(), "policyResourceIndex: 3 is beyond") {
+		t.Fatalf("error %v, want one naming policyObjective and policyResourceIndex", err)
 	}
 }

@@ -10,7 +10,6 @@ package pigeon
 import (
 	"context"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -50,17 +49,16 @@ type Agent struct {
 
 var _ framework.Agent = (*Agent)(nil)
 
-// New returns the agent for cfg. cluster may be nil (no cluster access); log may be nil (no
-// logging).
-func New(cfg Config, cluster framework.Cluster, log *logrus.Entry) (*Agent, error) {
+// Registration offers the agent to the programs that run agents.
+var Registration = framework.Register(Name, DefaultConfig, New)
+
+// New returns the agent for cfg. h.Cluster may be nil (no cluster access): the agent then reads
+// usage from node annotations and the system is the request's nodes.
+func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid pigeon config: %w", err)
 	}
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = logrus.NewEntry(l)
-	}
+	cluster, log := h.Cluster, h.Log
 	a := &Agent{cfg: cfg, res: newResources(cfg), cluster: cluster, log: log, seen: newSeenSet(seenBound)}
 	log.WithFields(logrus.Fields{
 		"objective": cfg.Objective, "resources": a.res.names[:cfg.NumResources],
@@ -82,7 +80,7 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 
 // prioritize scores each node by the objective's value with the pod placed on it: 10 for the
 // best fitting node, 1 for the worst, 0 for a node where the pod does not fit.
-func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64 {
+func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	m := a.cfg.NumResources
 	demand := a.res.demand(pod)
 	synced := a.cluster != nil && a.cluster.HasSynced()
@@ -105,7 +103,7 @@ func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.N
 			"candidates": len(nodes), "demandCV": demandCV, "podsSeen": stats.count, "best": best,
 		}).Debug("pigeon-holing scored")
 	}
-	return out
+	return out, nil
 }
 
 // podKey identifies a pod for counting it once: its UID, or namespace/name when it has none.

@@ -26,7 +26,9 @@ func config(n int, obj Objective) Config {
 
 func newAgent(t testing.TB, cfg Config, cluster framework.Cluster) *Agent {
 	t.Helper()
-	a, err := New(cfg, cluster, nil)
+	h := framework.NewHandle(nil)
+	h.Cluster = cluster
+	a, err := New(cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,11 @@ func (f *fakeCluster) Allocated(node string) framework.Amounts {
 }
 
 func score(a *Agent, p *corev1.Pod, nodes ...*corev1.Node) []int64 {
-	return a.Prioritizers()[0].Func(context.Background(), p, nodes)
+	scores, err := a.Prioritizers()[0].Func(context.Background(), p, nodes)
+	if err != nil {
+		panic(err) // pigeon-holing reports no error
+	}
+	return scores
 }
 
 // --- tests ---

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,18 +84,24 @@ func benchmark(b *testing.B, fn func(*Agent) func(context.Context, *corev1.Pod, 
 
 func BenchmarkFilterOverload(b *testing.B) {
 	benchmark(b, func(a *Agent) func(context.Context, *corev1.Pod, []*corev1.Node) {
-		return func(ctx context.Context, p *corev1.Pod, n []*corev1.Node) { a.filterOverload(ctx, p, n) }
+		return func(ctx context.Context, p *corev1.Pod, n []*corev1.Node) {
+			extendertest.Must(a.filterOverload(ctx, p, n))
+		}
 	})
 }
 
 func BenchmarkScoreOverload(b *testing.B) {
 	benchmark(b, func(a *Agent) func(context.Context, *corev1.Pod, []*corev1.Node) {
-		return func(ctx context.Context, p *corev1.Pod, n []*corev1.Node) { a.scoreOverload(ctx, p, n) }
+		return func(ctx context.Context, p *corev1.Pod, n []*corev1.Node) {
+			extendertest.Must(a.scoreOverload(ctx, p, n))
+		}
 	})
 }
 
 func BenchmarkScoreBalance(b *testing.B) {
 	benchmark(b, func(a *Agent) func(context.Context, *corev1.Pod, []*corev1.Node) {
-		return func(ctx context.Context, p *corev1.Pod, n []*corev1.Node) { a.scoreBalance(ctx, p, n) }
+		return func(ctx context.Context, p *corev1.Pod, n []*corev1.Node) {
+			extendertest.Must(a.scoreBalance(ctx, p, n))
+		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 func cachedNode(rv, meanFreeCPU string) *corev1.Node {
@@ -18,7 +20,7 @@ func cachedNode(rv, meanFreeCPU string) *corev1.Node {
 // The cache serves a node's inputs only at the resourceVersion they were read at: an updated
 // node is read again, and a node without a resourceVersion is always read.
 func TestInputCacheFollowsResourceVersion(t *testing.T) {
-	a, err := New(DefaultConfig(), nil)
+	a, err := New(DefaultConfig(), framework.NewHandle(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,19 +49,20 @@ const (
 	AnnotationForecastFreeMemoryLegacy = "forcasted-free-memory"
 )
 
-// Config holds the agent's settings, as integer percents.
+// Config holds the agent's settings, as integer percents (tags: see settings.Bind and
+// template.Config).
 type Config struct {
 	// Utilization is the threshold T, in percent of allocatable, that the utilization should
-	// not exceed (SAFEUTILIZATION, 0..100).
-	Utilization int
+	// not exceed (0..100).
+	Utilization int `json:"utilization" env:"SAFEUTILIZATION" flag:"safe-utilization" help:"safe agent: utilization threshold T, percent of allocatable (integer 0..100)"`
 	// Percentile is the acceptable risk E, in percent: the largest probability of exceeding T
-	// that the filter accepts (SAFEPERCENTILE, 0..100).
-	Percentile int
+	// that the filter accepts (0..100).
+	Percentile int `json:"percentile" env:"SAFEPERCENTILE" flag:"safe-percentile" help:"safe agent: acceptable risk E, percent chance of exceeding T (integer 0..100)"`
 	// ForecastWeight is the weight w, in percent, of a node's forecast against its measured
-	// mean free amount (SAFEFORECASTWEIGHT, 0..100).
-	ForecastWeight int
-	// PrintTable logs each call's per-node computation at debug level (SAFEPRINTTABLE).
-	PrintTable bool
+	// mean free amount (0..100).
+	ForecastWeight int `json:"forecastWeight" env:"SAFEFORECASTWEIGHT" flag:"safe-forecast-weight" help:"safe agent: weight w of the forecast free amount against the measured mean, percent (integer 0..100)"`
+	// PrintTable logs each call's per-node computation at debug level.
+	PrintTable bool `json:"printTable" env:"SAFEPRINTTABLE" flag:"safe-print-table" help:"safe agent: log each call's per-node computation at DEBUG level (true or false)"`
 }
 
 // Defaults.
@@ -76,46 +77,33 @@ func DefaultConfig() Config {
 	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight}
 }
 
-// Declare adds the agent's settings, with their defaults, to s.
-func (c *Config) Declare(s *settings.Set) {
-	s.Int(&c.Utilization, "SAFEUTILIZATION", "safe-utilization", DefaultUtilization, 0, 100,
-		"safe agent: utilization threshold T, percent of allocatable (integer 0..100)")
-	s.Int(&c.Percentile, "SAFEPERCENTILE", "safe-percentile", DefaultPercentile, 0, 100,
-		"safe agent: acceptable risk E, percent chance of exceeding T (integer 0..100)")
-	s.Int(&c.ForecastWeight, "SAFEFORECASTWEIGHT", "safe-forecast-weight", DefaultForecastWeight, 0, 100,
-		"safe agent: weight w of the forecast free amount against the measured mean, percent (integer 0..100)")
-	s.Bool(&c.PrintTable, "SAFEPRINTTABLE", "safe-print-table", false,
-		"safe agent: log each call's per-node computation at DEBUG level (true or false)")
+// Validate reports every bad field, each as a settings.FieldError.
+func (c Config) Validate() error {
+	return errors.Join(
+		settings.Range("utilization", c.Utilization, 0, 100),
+		settings.Range("percentile", c.Percentile, 0, 100),
+		settings.Range("forecastWeight", c.ForecastWeight, 0, 100),
+	)
 }
 
-// Validate reports every setting out of its range, each named by its variable.
-func (c Config) Validate() error {
-	var errs []error
-	check := func(v int, env string) {
-		if v < 0 || v > 100 {
-			errs = append(errs, fmt.Errorf("%s: %d is out of range [0, 100]", env, v))
-		}
-	}
-	check(c.Utilization, "SAFEUTILIZATION")
-	check(c.Percentile, "SAFEPERCENTILE")
-	check(c.ForecastWeight, "SAFEFORECASTWEIGHT")
-	return errors.Join(errs...)
-}
+// Registration offers the agent to the programs that run agents.
+var Registration = framework.Register(Name, DefaultConfig, New)
 
 // Agent is the safe agent. It keeps no state between calls: it is safe for concurrent use.
 type Agent struct {
 	cfg Config
 	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
 	t, e, w float64
-	log     *logrus.Entry
+	// log receives the PrintTable tables.
+	log *logrus.Entry
 	// inputs memoizes each node's parsed annotations and allocatable.
 	inputs framework.NodeMemo[nodeInputs]
 }
 
 var _ framework.Agent = (*Agent)(nil)
 
-// New returns the agent for cfg. log receives the SAFEPRINTTABLE tables; nil disables them.
-func New(cfg Config, log *logrus.Entry) (*Agent, error) {
+// New returns the agent for cfg; h.Log receives the PrintTable tables.
+func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid safe config: %w", err)
 	}
@@ -124,7 +112,7 @@ func New(cfg Config, log *logrus.Entry) (*Agent, error) {
 		t:   float64(cfg.Utilization) / 100,
 		e:   float64(cfg.Percentile) / 100,
 		w:   float64(cfg.ForecastWeight) / 100,
-		log: log,
+		log: h.Log,
 	}, nil
 }
 
@@ -284,7 +272,7 @@ func (a *Agent) acceptable(m *measure) bool {
 }
 
 // filterOverload rejects the nodes where a resource's risk exceeds the acceptable risk.
-func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	d := podDemand(pod)
 	tbl := a.newTable(FilterOverload, pod, d)
 	out := make([]framework.Verdict, len(nodes))
@@ -310,7 +298,7 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 	} else {
 		forChunks(len(nodes), judge)
 	}
-	return out
+	return out, nil
 }
 
 // reason says why the failing resources fail, with their numbers, for example
@@ -363,13 +351,13 @@ func overloadScorer(a *Agent, m measure) int64 { return OverloadScore(a.risk(&m)
 func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigma) }
 
 // scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
-func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64 {
-	return a.score(PriorityOverload, pod, nodes, overloadScorer)
+func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+	return a.score(PriorityOverload, pod, nodes, overloadScorer), nil
 }
 
 // scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
-func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) []int64 {
-	return a.score(PriorityBalance, pod, nodes, balanceScorer)
+func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+	return a.score(PriorityBalance, pod, nodes, balanceScorer), nil
 }
 
 // score scores every node with the per-resource score of: a resource without statistics does

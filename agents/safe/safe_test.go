@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -57,7 +59,7 @@ func makePod(cpu, memory string) *corev1.Pod {
 
 func newAgent(t testing.TB, cfg Config, log *logrus.Entry) *Agent {
 	t.Helper()
-	a, err := New(cfg, log)
+	a, err := New(cfg, framework.NewHandle(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestFilterOverload(t *testing.T) {
 				tc.pod = pod
 			}
 			a := newAgent(t, tc.cfg, nil)
-			got := a.filterOverload(context.Background(), tc.pod, []*corev1.Node{tc.node})
+			got := extendertest.Must(a.filterOverload(context.Background(), tc.pod, []*corev1.Node{tc.node}))
 			want := []framework.Verdict{{Reason: tc.reason}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
@@ -241,10 +243,10 @@ func TestPriorities(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes := []*corev1.Node{tc.node}
-			if got := a.scoreOverload(context.Background(), pod, nodes); !cmp.Equal(got, []int64{tc.overload}) {
+			if got := extendertest.Must(a.scoreOverload(context.Background(), pod, nodes)); !cmp.Equal(got, []int64{tc.overload}) {
 				t.Errorf("safe-overload = %v, want [%d]", got, tc.overload)
 			}
-			if got := a.scoreBalance(context.Background(), pod, nodes); !cmp.Equal(got, []int64{tc.balance}) {
+			if got := extendertest.Must(a.scoreBalance(context.Background(), pod, nodes)); !cmp.Equal(got, []int64{tc.balance}) {
 				t.Errorf("safe-balance = %v, want [%d]", got, tc.balance)
 			}
 		})
@@ -259,7 +261,7 @@ func TestDefaultOverloadScores(t *testing.T) {
 		makeNode("quiet", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "3000"}),
 		makeNode("busy", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "600"}),
 	}
-	if got := a.scoreOverload(context.Background(), makePod("400m", "800"), nodes); !cmp.Equal(got, []int64{10, 0}) {
+	if got := extendertest.Must(a.scoreOverload(context.Background(), makePod("400m", "800"), nodes)); !cmp.Equal(got, []int64{10, 0}) {
 		t.Errorf("safe-overload = %v, want [10 0]", got)
 	}
 }
@@ -291,7 +293,7 @@ func TestSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := settingstest.Parse[Config](tc.env, tc.args...)
+			got, err := settingstest.Bind(DefaultConfig(), tc.env, tc.args...)
 			if len(tc.errs) == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -314,9 +316,9 @@ func TestSettings(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Config{Utilization: 101, Percentile: -1, ForecastWeight: 20}, nil)
-	if err == nil || !strings.Contains(err.Error(), "SAFEUTILIZATION") || !strings.Contains(err.Error(), "SAFEPERCENTILE") {
-		t.Errorf("New with bad config: err = %v, want both variables named", err)
+	_, err := New(Config{Utilization: 101, Percentile: -1, ForecastWeight: 20}, framework.NewHandle(nil))
+	if err == nil || !strings.Contains(err.Error(), "utilization: 101 is out of range") || !strings.Contains(err.Error(), "percentile: -1") {
+		t.Errorf("New with bad config: err = %v, want both fields named", err)
 	}
 }
 
@@ -332,9 +334,9 @@ func TestPrintTable(t *testing.T) {
 		log.SetLevel(level)
 		a := newAgent(t, config(func(c *Config) { c.PrintTable = printTable }), logrus.NewEntry(log))
 		pod := makePod("400m", "800")
-		a.filterOverload(context.Background(), pod, nodes)
-		a.scoreOverload(context.Background(), pod, nodes)
-		a.scoreBalance(context.Background(), pod, nodes)
+		extendertest.Must(a.filterOverload(context.Background(), pod, nodes))
+		extendertest.Must(a.scoreOverload(context.Background(), pod, nodes))
+		extendertest.Must(a.scoreBalance(context.Background(), pod, nodes))
 		return buf.String()
 	}
 	out := run(true, logrus.DebugLevel)
@@ -365,14 +367,14 @@ func TestConcurrentCalls(t *testing.T) {
 	nodes := benchNodes(200)
 	pod := makePod("500m", "1Gi")
 	ctx := context.Background()
-	wantF, wantO, wantB := a.filterOverload(ctx, pod, nodes), a.scoreOverload(ctx, pod, nodes), a.scoreBalance(ctx, pod, nodes)
+	wantF, wantO, wantB := extendertest.Must(a.filterOverload(ctx, pod, nodes)), extendertest.Must(a.scoreOverload(ctx, pod, nodes)), extendertest.Must(a.scoreBalance(ctx, pod, nodes))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
-				if !cmp.Equal(a.filterOverload(ctx, pod, nodes), wantF) ||
-					!cmp.Equal(a.scoreOverload(ctx, pod, nodes), wantO) ||
-					!cmp.Equal(a.scoreBalance(ctx, pod, nodes), wantB) {
+				if !cmp.Equal(extendertest.Must(a.filterOverload(ctx, pod, nodes)), wantF) ||
+					!cmp.Equal(extendertest.Must(a.scoreOverload(ctx, pod, nodes)), wantO) ||
+					!cmp.Equal(extendertest.Must(a.scoreBalance(ctx, pod, nodes)), wantB) {
 					t.Error("a concurrent call answered differently")
 					return
 				}
@@ -401,13 +403,13 @@ func TestRealisticNodesNeverNaN(t *testing.T) {
 	}
 	pod := makePod("500m", "1Gi")
 	ctx := context.Background()
-	for _, v := range a.filterOverload(ctx, pod, nodes) {
+	for _, v := range extendertest.Must(a.filterOverload(ctx, pod, nodes)) {
 		if strings.Contains(v.Reason, "NaN") || strings.Contains(v.Reason, "Inf") {
 			t.Errorf("reason %q", v.Reason)
 		}
 	}
 	for _, fn := range []framework.PrioritizeFunc{a.scoreOverload, a.scoreBalance} {
-		for i, s := range fn(ctx, pod, nodes) {
+		for i, s := range extendertest.Must(fn(ctx, pod, nodes)) {
 			if s < 0 || s > framework.MaxScore {
 				t.Errorf("node %s scores %d", nodes[i].Name, s)
 			}
@@ -423,17 +425,17 @@ func TestChunksMatchSingleNodeCalls(t *testing.T) {
 	nodes := benchNodes(3000)
 	pod := makePod("500m", "1Gi")
 	ctx := context.Background()
-	verdicts, overload, balance := a.filterOverload(ctx, pod, nodes), a.scoreOverload(ctx, pod, nodes), a.scoreBalance(ctx, pod, nodes)
+	verdicts, overload, balance := extendertest.Must(a.filterOverload(ctx, pod, nodes)), extendertest.Must(a.scoreOverload(ctx, pod, nodes)), extendertest.Must(a.scoreBalance(ctx, pod, nodes))
 	rejected := 0
 	for i, n := range nodes {
 		one := []*corev1.Node{n}
-		if v := a.filterOverload(ctx, pod, one)[0]; v != verdicts[i] {
+		if v := extendertest.Must(a.filterOverload(ctx, pod, one))[0]; v != verdicts[i] {
 			t.Fatalf("node %d: verdict %+v alone, %+v in the large call", i, v, verdicts[i])
 		}
-		if s := a.scoreOverload(ctx, pod, one)[0]; s != overload[i] {
+		if s := extendertest.Must(a.scoreOverload(ctx, pod, one))[0]; s != overload[i] {
 			t.Fatalf("node %d: safe-overload %d alone, %d in the large call", i, s, overload[i])
 		}
-		if s := a.scoreBalance(ctx, pod, one)[0]; s != balance[i] {
+		if s := extendertest.Must(a.scoreBalance(ctx, pod, one))[0]; s != balance[i] {
 			t.Fatalf("node %d: safe-balance %d alone, %d in the large call", i, s, balance[i])
 		}
 		if !verdicts[i].Passes() {

@@ -5,6 +5,7 @@ package template
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,33 +27,37 @@ const (
 	PriorityScore = "template-score"
 )
 
-// Config holds the agent's settings.
+// Config holds the agent's settings. Each field is bound to an environment variable and a flag
+// (tags env, flag, help: see settings.Bind) and to a JSON field (tag json, for a scheduler's
+// pluginConfig args); DefaultConfig holds the defaults and Validate is the only check.
 type Config struct {
-	// LabelKey is the node label the filter reads (TEMPLATE_LABEL).
-	LabelKey string
-	// LabelValue is the value LabelKey must have for a node to pass (TEMPLATE_LABEL_VALUE).
-	LabelValue string
-	// ScoreAnnotation is the node annotation holding the node's score, 0..10
-	// (TEMPLATE_SCORE_ANNOTATION).
-	ScoreAnnotation string
+	// LabelKey is the node label the filter reads.
+	LabelKey string `json:"labelKey" env:"TEMPLATE_LABEL" flag:"template-label" help:"node label the template-label filter reads"`
+	// LabelValue is the value LabelKey must have for a node to pass.
+	LabelValue string `json:"labelValue" env:"TEMPLATE_LABEL_VALUE" flag:"template-label-value" help:"value the label must have for a node to pass"`
+	// ScoreAnnotation is the node annotation holding the node's score, 0..10.
+	ScoreAnnotation string `json:"scoreAnnotation" env:"TEMPLATE_SCORE_ANNOTATION" flag:"template-score-annotation" help:"node annotation holding the template-score priority (integer 0..10)"`
 }
 
-// Declare adds the agent's settings, with their defaults, to s.
-func (c *Config) Declare(s *settings.Set) {
-	s.String(&c.LabelKey, "TEMPLATE_LABEL", "template-label", "template.extender/allowed",
-		"node label the template-label filter reads", checkQualifiedName)
-	s.String(&c.LabelValue, "TEMPLATE_LABEL_VALUE", "template-label-value", "true",
-		"value the label must have for a node to pass", nil)
-	s.String(&c.ScoreAnnotation, "TEMPLATE_SCORE_ANNOTATION", "template-score-annotation", "template.extender/score",
-		"node annotation holding the template-score priority (integer 0..10)", checkQualifiedName)
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config {
+	return Config{LabelKey: "template.extender/allowed", LabelValue: "true", ScoreAnnotation: "template.extender/score"}
 }
 
-func checkQualifiedName(v string) error {
+// Validate reports every bad field, each as a settings.FieldError.
+func (c Config) Validate() error {
+	return errors.Join(checkQualifiedName("labelKey", c.LabelKey), checkQualifiedName("scoreAnnotation", c.ScoreAnnotation))
+}
+
+func checkQualifiedName(field, v string) error {
 	if errs := validation.IsQualifiedName(v); len(errs) > 0 {
-		return fmt.Errorf("%q is not a valid label or annotation key: %s", v, strings.Join(errs, "; "))
+		return settings.Fieldf(field, "%q is not a valid label or annotation key: %s", v, strings.Join(errs, "; "))
 	}
 	return nil
 }
+
+// Registration offers the agent to the programs that run agents (the extender's template.go).
+var Registration = framework.Register(Name, DefaultConfig, New)
 
 // Agent is the template agent.
 type Agent struct {
@@ -61,12 +66,11 @@ type Agent struct {
 
 var _ framework.Agent = (*Agent)(nil)
 
-// New returns the agent for cfg.
-func New(cfg Config) (*Agent, error) {
-	for _, k := range []string{cfg.LabelKey, cfg.ScoreAnnotation} {
-		if err := checkQualifiedName(k); err != nil {
-			return nil, fmt.Errorf("invalid template config: %w", err)
-		}
+// New returns the agent for cfg. The template agent uses nothing of h; an agent that logs,
+// reads the cluster or writes to it takes what it needs from h here.
+func New(cfg Config, _ framework.Handle) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid template config: %w", err)
 	}
 	return &Agent{cfg: cfg}, nil
 }
@@ -85,7 +89,7 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 }
 
 // filterLabel passes the nodes whose label LabelKey equals LabelValue.
-func (a *Agent) filterLabel(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+func (a *Agent) filterLabel(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	out := make([]framework.Verdict, len(nodes))
 	for i, n := range nodes {
 		v, ok := n.Labels[a.cfg.LabelKey]
@@ -96,12 +100,12 @@ func (a *Agent) filterLabel(_ context.Context, _ *corev1.Pod, nodes []*corev1.No
 			out[i] = framework.Reject(fmt.Sprintf("label %s is %q, not %q", a.cfg.LabelKey, v, a.cfg.LabelValue))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // score gives each node the integer in its ScoreAnnotation, clamped to 0..10; a node without a
 // readable annotation scores 0.
-func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []int64 {
+func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	out := make([]int64, len(nodes))
 	for i, n := range nodes {
 		v, err := strconv.ParseInt(strings.TrimSpace(n.Annotations[a.cfg.ScoreAnnotation]), 10, 64)
@@ -110,5 +114,5 @@ func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) []
 		}
 		out[i] = min(max(v, 0), framework.MaxScore)
 	}
-	return out
+	return out, nil
 }

@@ -19,11 +19,11 @@ func makeNode(name string, labels, annotations map[string]string) *corev1.Node {
 
 func defaultAgent(t *testing.T, env map[string]string) *Agent {
 	t.Helper()
-	cfg, err := settingstest.Parse[Config](env)
+	cfg, err := settingstest.Bind(DefaultConfig(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(cfg)
+	a, err := New(cfg, framework.NewHandle(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,10 @@ func TestFilterLabel(t *testing.T) {
 		makeNode("no", map[string]string{"template.extender/allowed": "false"}, nil),
 		makeNode("none", nil, nil),
 	}
-	got := a.filterLabel(context.Background(), &corev1.Pod{}, nodes)
+	got, err := a.filterLabel(context.Background(), &corev1.Pod{}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []framework.Verdict{
 		{},
 		framework.Reject(`label template.extender/allowed is "false", not "true"`),
@@ -50,10 +53,13 @@ func TestFilterLabel(t *testing.T) {
 
 func TestFilterLabelConfigured(t *testing.T) {
 	a := defaultAgent(t, map[string]string{"TEMPLATE_LABEL": "zone", "TEMPLATE_LABEL_VALUE": "blue"})
-	got := a.filterLabel(context.Background(), &corev1.Pod{}, []*corev1.Node{
+	got, err := a.filterLabel(context.Background(), &corev1.Pod{}, []*corev1.Node{
 		makeNode("blue", map[string]string{"zone": "blue"}, nil),
 		makeNode("red", map[string]string{"zone": "red"}, nil),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !got[0].Passes() || got[1].Passes() {
 		t.Errorf("verdicts %+v: want blue to pass and red to fail", got)
 	}
@@ -70,18 +76,22 @@ func TestScore(t *testing.T) {
 		makeNode("none", nil, nil),                           // no annotation: 0
 		makeNode("spaced", nil, map[string]string{key: " 3 "}),
 	}
-	got := a.score(context.Background(), &corev1.Pod{}, nodes)
+	got, err := a.score(context.Background(), &corev1.Pod{}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff([]int64{7, 10, 0, 0, 0, 3}, got); diff != "" {
 		t.Errorf("scores (-want +got):\n%s", diff)
 	}
 }
 
 func TestInvalidConfig(t *testing.T) {
-	_, err := settingstest.Parse[Config](map[string]string{"TEMPLATE_LABEL": "not a key!"})
-	if err == nil || !strings.Contains(err.Error(), "invalid TEMPLATE_LABEL") {
+	_, err := settingstest.Bind(DefaultConfig(), map[string]string{"TEMPLATE_LABEL": "not a key!"})
+	if err == nil || !strings.Contains(err.Error(), "invalid TEMPLATE_LABEL (or --template-label)") {
 		t.Errorf("err = %v, want it to name TEMPLATE_LABEL", err)
 	}
-	if _, err := New(Config{LabelKey: "", ScoreAnnotation: "x"}); err == nil {
-		t.Error("New accepted an empty label key")
+	_, err = New(Config{LabelKey: "", ScoreAnnotation: "x"}, framework.NewHandle(nil))
+	if err == nil || !strings.Contains(err.Error(), "labelKey: ") {
+		t.Errorf("New accepted an empty label key or did not name the field: %v", err)
 	}
 }

@@ -170,6 +170,8 @@ func (c ExtenderClient) call(ctx context.Context, path string, in, out any) erro
 type VersionInfo struct {
 	Version string   `json:"version"`
 	Agents  []string `json:"agents"`
+	// Routes lists each agent's routes (/scheduler/predicates/x, /scheduler/priorities/y).
+	Routes map[string][]string `json:"routes"`
 }
 
 // Version calls GET /version.

@@ -135,3 +135,12 @@ func post(t testing.TB, h http.Handler, path string, args extenderv1.ExtenderArg
 		t.Fatalf("POST %s: %v in %s", path, err, answer)
 	}
 }
+
+// Must returns v, or panics (failing the test that called it) when err is not nil: it lets a
+// test use a filter or prioritize function's result inline.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

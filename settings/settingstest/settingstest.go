@@ -3,6 +3,7 @@
 package settingstest
 
 import (
+	"errors"
 	"flag"
 	"io"
 
@@ -29,4 +30,18 @@ func Parse[C any, P interface {
 	P(&c).Declare(s)
 	err := s.Parse(args)
 	return c, err
+}
+
+// Bind binds a configuration holding defaults on New(env) (settings.Set.Bind), parses args, and
+// validates it, returning it with every error named the way the extender names them: values
+// that do not parse, and Validate's FieldErrors by variable and flag.
+func Bind[C any, P interface {
+	*C
+	Validate() error
+}](defaults C, env map[string]string, args ...string) (C, error) {
+	s := New(env)
+	c := defaults
+	b := s.Bind(&c)
+	perr := s.Parse(args)
+	return c, errors.Join(perr, b.Describe(P(&c).Validate()))
 }

@@ -31,11 +31,11 @@ func quietLog() *logrus.Entry {
 	return logrus.NewEntry(l)
 }
 
-// startState starts a State over a fake clientset holding objs and waits for its caches.
-func startState(t *testing.T, objs ...runtime.Object) (*State, *fake.Clientset) {
+// startCache starts a Cache over a fake clientset holding objs and waits for its caches.
+func startCache(t *testing.T, objs ...runtime.Object) (*Cache, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	s := NewState(client, quietLog())
+	s := NewCache(client, quietLog())
 	if s.HasSynced() {
 		t.Fatal("HasSynced before Start")
 	}
@@ -67,7 +67,7 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	}
 }
 
-func allocatedIs(t *testing.T, s *State, node string, want framework.Amounts) {
+func allocatedIs(t *testing.T, s *Cache, node string, want framework.Amounts) {
 	t.Helper()
 	eventually(t, "allocation of "+node, func() (bool, string) {
 		diff := cmp.Diff(want, s.Allocated(node))
@@ -87,7 +87,7 @@ func podNames(pods []*corev1.Pod) []string {
 func TestStateLookupAndSync(t *testing.T) {
 	done := makePod("done", "n2", "1", "1Gi")
 	done.Status.Phase = corev1.PodSucceeded
-	s, _ := startState(t,
+	s, _ := startCache(t,
 		makeNode("n1", "4", "8Gi"), makeNode("n2", "8", "16Gi"),
 		makePod("a", "n1", "100m", "64Mi"), makePod("pending", "", "1", "1Gi"), done)
 
@@ -114,7 +114,7 @@ func TestStateLookupAndSync(t *testing.T) {
 		t.Errorf("Nodes (-want +got):\n%s", diff)
 	}
 	// Terminated pods are not listed (the API server filters them; the fake does not, so
-	// State's own check is what is tested here). Unbound pods are.
+	// Cache's own check is what is tested here). Unbound pods are.
 	if diff := cmp.Diff([]string{"a", "pending"}, podNames(s.Pods())); diff != "" {
 		t.Errorf("Pods (-want +got):\n%s", diff)
 	}
@@ -131,7 +131,7 @@ func TestStateLookupAndSync(t *testing.T) {
 // TestStateAllocationFollowsEvents drives a fake API server through a pod's life and checks
 // each node's allocation after each step.
 func TestStateAllocationFollowsEvents(t *testing.T) {
-	s, client := startState(t, makeNode("n1", "4", "8Gi"), makeNode("n2", "8", "16Gi"),
+	s, client := startCache(t, makeNode("n1", "4", "8Gi"), makeNode("n2", "8", "16Gi"),
 		makePod("a", "n1", "100m", "64Mi", "250m", "1Gi"))
 	ctx := t.Context()
 	pods := client.CoreV1().Pods("ns")
@@ -225,7 +225,7 @@ func TestStateAllocationFollowsEvents(t *testing.T) {
 // deliver out of the usual order: a deletion seen only as a tombstone, an update for a pod
 // never seen added, a pod recreated under the same name on another node.
 func TestAllocationHandlers(t *testing.T) {
-	s := NewState(fake.NewClientset(), quietLog())
+	s := NewCache(fake.NewClientset(), quietLog())
 	check := func(step, node string, want framework.Amounts) {
 		t.Helper()
 		if diff := cmp.Diff(want, s.Allocated(node)); diff != "" {
@@ -276,7 +276,7 @@ func TestAllocationHandlers(t *testing.T) {
 // TestAllocatedConcurrentReads reads the maps Allocated returns, without locks, while the
 // handlers update them; run with -race.
 func TestAllocatedConcurrentReads(t *testing.T) {
-	s := NewState(fake.NewClientset(), quietLog())
+	s := NewCache(fake.NewClientset(), quietLog())
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 4 {

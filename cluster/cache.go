@@ -12,17 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
-// State is the informer-backed view of the cluster. Build it with Connect or NewState, start it
+// Cache is the informer-backed view of the cluster. Build it with Connect or NewCache, start it
 // once with Start; every method is safe for concurrent use, before and after the caches sync.
-type State struct {
+type Cache struct {
 	client kubernetes.Interface
-	// rest is the client configuration, nil for a State built over a given clientset.
+	// rest is the client configuration, nil for a Cache built over a given clientset.
 	rest   *rest.Config
 	log    *logrus.Entry
 	health *apiHealth
@@ -41,6 +42,7 @@ type State struct {
 	alloc map[string]framework.Amounts
 
 	startOnce sync.Once
+	events    events
 }
 
 // podShare is one pod's part of its node's allocation.
@@ -49,11 +51,11 @@ type podShare struct {
 	amounts framework.Amounts
 }
 
-var _ framework.Cluster = (*State)(nil)
+var _ framework.Cluster = (*Cache)(nil)
 
-// Connect builds the State for cfg, or returns nil (and no error) when cfg gives no cluster
+// Connect builds the Cache for cfg, or returns nil (and no error) when cfg gives no cluster
 // access. userAgent identifies the program to the API server.
-func Connect(cfg Config, log *logrus.Entry, userAgent string) (*State, error) {
+func Connect(cfg Config, log *logrus.Entry, userAgent string) (*Cache, error) {
 	rc, err := cfg.RESTConfig(userAgent)
 	if err != nil || rc == nil {
 		return nil, err
@@ -65,19 +67,19 @@ func Connect(cfg Config, log *logrus.Entry, userAgent string) (*State, error) {
 		return nil, err
 	}
 	log.WithField("apiserver", rc.Host).Info("cluster access configured")
-	s := newState(client, log, health)
+	s := newCache(client, log, health)
 	s.rest = rest.CopyConfig(rc)
 	return s, nil
 }
 
-// NewState builds the State over client (tests hand it a fake clientset). Nothing is listed
+// NewCache builds the Cache over client (tests hand it a fake clientset). Nothing is listed
 // before Start.
-func NewState(client kubernetes.Interface, log *logrus.Entry) *State {
-	return newState(client, log, newAPIHealth(log))
+func NewCache(client kubernetes.Interface, log *logrus.Entry) *Cache {
+	return newCache(client, log, newAPIHealth(log))
 }
 
-func newState(client kubernetes.Interface, log *logrus.Entry, health *apiHealth) *State {
-	s := &State{
+func newCache(client kubernetes.Interface, log *logrus.Entry, health *apiHealth) *Cache {
+	s := &Cache{
 		client:       client,
 		log:          log,
 		health:       health,
@@ -109,15 +111,16 @@ func newState(client kubernetes.Interface, log *logrus.Entry, health *apiHealth)
 		panic(fmt.Sprintf("cluster: registering the pod handler: %v", err))
 	}
 	s.podsHandled = reg
+	s.events.client = func() typedcorev1.EventInterface { return client.CoreV1().Events("") }
 	return s
 }
 
-// Client returns the clientset the State watches through (shared; the annotator patches with it).
-func (s *State) Client() kubernetes.Interface { return s.client }
+// Client returns the clientset the Cache watches through (shared; the annotator patches with it).
+func (s *Cache) Client() kubernetes.Interface { return s.client }
 
-// RESTConfig returns a copy of the client configuration the State was connected with (nil for
-// a State built by NewState), for clients of other API groups.
-func (s *State) RESTConfig() *rest.Config {
+// RESTConfig returns a copy of the client configuration the Cache was connected with (nil for
+// a Cache built by NewCache), for clients of other API groups.
+func (s *Cache) RESTConfig() *rest.Config {
 	if s.rest == nil {
 		return nil
 	}
@@ -126,7 +129,7 @@ func (s *State) RESTConfig() *rest.Config {
 
 // Start runs the informers until ctx is done or stop is called; stop returns once they have
 // stopped. Only the first call starts anything.
-func (s *State) Start(ctx context.Context) (stop func()) {
+func (s *Cache) Start(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	s.startOnce.Do(func() {
@@ -137,26 +140,27 @@ func (s *State) Start(ctx context.Context) (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
+		s.events.shutdown()
 	}
 }
 
 // WaitForSync blocks until the caches have synced or ctx is done, and reports which.
-func (s *State) WaitForSync(ctx context.Context) bool {
+func (s *Cache) WaitForSync(ctx context.Context) bool {
 	return cache.WaitForCacheSync(ctx.Done(), s.HasSynced)
 }
 
 // HasSynced implements framework.Cluster: both caches have been filled once and the
 // allocation has counted every pod of the initial list.
-func (s *State) HasSynced() bool {
+func (s *Cache) HasSynced() bool {
 	return s.nodes.HasSynced() && s.pods.HasSynced() && s.podsHandled.HasSynced()
 }
 
-// APILost reports whether the last request to the API server failed (the State then serves
+// APILost reports whether the last request to the API server failed (the Cache then serves
 // what it last saw).
-func (s *State) APILost() bool { return s.health.Lost() }
+func (s *Cache) APILost() bool { return s.health.Lost() }
 
 // Node implements framework.NodeLookup.
-func (s *State) Node(name string) (*corev1.Node, bool) {
+func (s *Cache) Node(name string) (*corev1.Node, bool) {
 	obj, ok, err := s.nodes.GetStore().GetByKey(name)
 	if err != nil || !ok {
 		return nil, false
@@ -166,7 +170,7 @@ func (s *State) Node(name string) (*corev1.Node, bool) {
 }
 
 // Nodes implements framework.Cluster.
-func (s *State) Nodes() []*corev1.Node {
+func (s *Cache) Nodes() []*corev1.Node {
 	objs := s.nodes.GetStore().List()
 	out := make([]*corev1.Node, 0, len(objs))
 	for _, o := range objs {
@@ -178,7 +182,7 @@ func (s *State) Nodes() []*corev1.Node {
 }
 
 // Pods implements framework.Cluster.
-func (s *State) Pods() []*corev1.Pod {
+func (s *Cache) Pods() []*corev1.Pod {
 	objs := s.pods.GetStore().List()
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
@@ -191,7 +195,7 @@ func (s *State) Pods() []*corev1.Pod {
 
 // Allocated implements framework.Cluster. The map returned is never modified afterwards; callers
 // must not modify it either.
-func (s *State) Allocated(node string) framework.Amounts {
+func (s *Cache) Allocated(node string) framework.Amounts {
 	s.mu.RLock()
 	a, ok := s.alloc[node]
 	s.mu.RUnlock()
@@ -223,7 +227,7 @@ func share(p *corev1.Pod) (podShare, bool) {
 	return podShare{node: p.Spec.NodeName, amounts: a}, true
 }
 
-func (s *State) podChanged(obj any) {
+func (s *Cache) podChanged(obj any) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -249,7 +253,7 @@ func (s *State) podChanged(obj any) {
 	}
 }
 
-func (s *State) podDeleted(obj any) {
+func (s *Cache) podDeleted(obj any) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
@@ -264,7 +268,7 @@ func (s *State) podDeleted(obj any) {
 
 // addLocked adds sign*amounts to node's allocation, storing a new map (copy on write).
 // Resources that fall to zero are removed; a node left with nothing is removed.
-func (s *State) addLocked(node string, amounts framework.Amounts, sign int64) {
+func (s *Cache) addLocked(node string, amounts framework.Amounts, sign int64) {
 	old := s.alloc[node]
 	next := make(framework.Amounts, len(old)+len(amounts))
 	maps.Copy(next, old)

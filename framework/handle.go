@@ -1,0 +1,44 @@
+package framework
+
+import (
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Handle is what a program gives every agent it builds: the same for every agent, whichever
+// way the agents are run.
+type Handle struct {
+	// Log is the agent's logger, never nil (tests may give a discarding one: see NewHandle).
+	Log *logrus.Entry
+	// Cluster is the read-only view of the cluster, nil when the program runs without cluster
+	// access.
+	Cluster Cluster
+	// Client writes to the API server (node labels, bindings, the agent's own objects); nil
+	// without cluster access.
+	Client kubernetes.Interface
+	// Events records Kubernetes events on objects (a policy that does not validate, say); nil
+	// without cluster access.
+	Events EventRecorder
+}
+
+// EventRecorder records an event on a Kubernetes object. eventType is corev1.EventTypeNormal
+// or corev1.EventTypeWarning; reason is a short CamelCase word; message says what happened.
+type EventRecorder interface {
+	Event(object runtime.Object, eventType, reason, message string)
+}
+
+// NewHandle returns a Handle with log (nil: a logger that discards everything) and no
+// cluster access: what tests and a program without cluster access give agents.
+func NewHandle(log *logrus.Entry) Handle {
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(discard{})
+		log = logrus.NewEntry(l)
+	}
+	return Handle{Log: log}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
