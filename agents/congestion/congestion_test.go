@@ -8,10 +8,10 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
@@ -106,23 +106,15 @@ func TestFactor(t *testing.T) {
 	}
 }
 
-func makeNode(name, factor string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if factor != "" {
-		n.Annotations = map[string]string{Annotation: factor}
-	}
-	return n
-}
-
 func TestAgentScores(t *testing.T) {
 	nodes := []*corev1.Node{
-		makeNode("a", "0"),    // 10
-		makeNode("b", "25"),   // 7.5: 8
-		makeNode("c", "100"),  // 0
-		makeNode("d", ""),     // missing: 0 -> 10
-		makeNode("e", "-1"),   // 0 -> 10
-		makeNode("f", "junk"), // 0 -> 10
-		makeNode("g", "1000"), // min(1000, 100) = 100: 0
+		fixtures.MakeNode().Name("a").Annotation(Annotation, "0").Obj(),    // 10
+		fixtures.MakeNode().Name("b").Annotation(Annotation, "25").Obj(),   // 7.5: 8
+		fixtures.MakeNode().Name("c").Annotation(Annotation, "100").Obj(),  // 0
+		fixtures.MakeNode().Name("d").Obj(),                                // missing: 0 -> 10
+		fixtures.MakeNode().Name("e").Annotation(Annotation, "-1").Obj(),   // 0 -> 10
+		fixtures.MakeNode().Name("f").Annotation(Annotation, "junk").Obj(), // 0 -> 10
+		fixtures.MakeNode().Name("g").Annotation(Annotation, "1000").Obj(), // min(1000, 100) = 100: 0
 	}
 	a, err := New(DefaultConfig(), framework.NewHandle(nil))
 	if err != nil {

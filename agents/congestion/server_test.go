@@ -8,12 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // newHandler serves a congestion agent with the default configuration, nodes in its lookup.
@@ -28,12 +27,12 @@ func newHandler(t testing.TB, nodes []*corev1.Node) http.Handler {
 
 // requestArgs is the request for a pod "p" and nodes, as full Node objects or as names.
 func requestArgs(nodes []*corev1.Node, names bool) extenderv1.ExtenderArgs {
-	return extendertest.Args(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}, nodes, names)
+	return extendertest.Args(fixtures.MakePod().Name("p").Namespace("default").Obj(), nodes, names)
 }
 
 // TestRequestForms: full nodes and node names give the same scores (M 100).
 func TestRequestForms(t *testing.T) {
-	nodes := []*corev1.Node{makeNode("a", "0"), makeNode("b", "25"), makeNode("c", "100"), makeNode("d", ""), makeNode("e", "35")}
+	nodes := []*corev1.Node{fixtures.MakeNode().Name("a").Annotation(Annotation, "0").Obj(), fixtures.MakeNode().Name("b").Annotation(Annotation, "25").Obj(), fixtures.MakeNode().Name("c").Annotation(Annotation, "100").Obj(), fixtures.MakeNode().Name("d").Obj(), fixtures.MakeNode().Name("e").Annotation(Annotation, "35").Obj()}
 	h := newHandler(t, nodes)
 	full := extendertest.Prioritize(t, h, "congestion", requestArgs(nodes, false))
 	names := extendertest.Prioritize(t, h, "congestion", requestArgs(nodes, true))
@@ -52,15 +51,12 @@ func benchNodes(n int) []*corev1.Node {
 	nodes := make([]*corev1.Node, n)
 	for i := range nodes {
 		name := fmt.Sprintf("node-%05d", i)
-		nodes[i] = &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-				"kubeadm.alpha.kubernetes.io/cri-socket":                 "unix:///var/run/containerd/containerd.sock",
-				"node.alpha.kubernetes.io/ttl":                           "0",
-				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
-				Annotation: strconv.Itoa(i * 7919 % 150),
-			}},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}},
-		}
+		nodes[i] = fixtures.MakeNode().Name(name).Annotations(map[string]string{
+			"kubeadm.alpha.kubernetes.io/cri-socket":                 "unix:///var/run/containerd/containerd.sock",
+			"node.alpha.kubernetes.io/ttl":                           "0",
+			"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+			Annotation: strconv.Itoa(i * 7919 % 150),
+		}).Allocatable(fixtures.Res{corev1.ResourceCPU: "16"}).Obj()
 	}
 	return nodes
 }

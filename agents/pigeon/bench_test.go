@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // benchCluster returns n nodes with all five resources, usage both in their requested-*
@@ -35,12 +36,13 @@ func benchCluster(n int) ([]*corev1.Node, *fakeCluster) {
 		for j, name := range resourceNames {
 			ann[usageAnnotations[j]] = strconv.FormatInt(used[name], 10)
 		}
-		nodes[i] = node(fmt.Sprintf("node-%05d", i), map[corev1.ResourceName]string{
+		nodes[i] = fixtures.MakeNode().Name(fmt.Sprintf("node-%05d", i)).Allocatable(fixtures.Res{
 			corev1.ResourceCPU: strconv.FormatInt(cpu, 10), corev1.ResourceMemory: fmt.Sprint(memGi, "Gi"),
 			corev1.ResourcePods: "110", "nvidia.com/gpu": strconv.FormatInt(gpu, 10),
 			corev1.ResourceEphemeralStorage: fmt.Sprint(ephGi, "Gi"),
-		}, ann)
-		nodes[i].ResourceVersion = strconv.Itoa(i + 1) // as every node from the API server has
+		}).Annotations(ann).
+			ResourceVersion(strconv.Itoa(i + 1)). // as every node from the API server has
+			Obj()
 		c.allocated[nodes[i].Name] = used
 	}
 	c.nodes = nodes
@@ -52,9 +54,9 @@ func benchCluster(n int) ([]*corev1.Node, *fakeCluster) {
 }
 
 func benchPod() *corev1.Pod {
-	return pod("bench", map[corev1.ResourceName]string{
+	return pod("bench").Req(fixtures.Res{
 		corev1.ResourceCPU: "500m", corev1.ResourceMemory: "1Gi", "nvidia.com/gpu": "1", corev1.ResourceEphemeralStorage: "1Gi",
-	})
+	}).Obj()
 }
 
 // reportP99 reports the 99th percentile of the calls' durations, in milliseconds.

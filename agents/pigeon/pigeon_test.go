@@ -10,11 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // --- builders ---
@@ -35,35 +33,21 @@ func newAgent(t testing.TB, cfg Config, cluster framework.Cluster) *Agent {
 	return a
 }
 
-// node returns a node with the given allocatable quantities and requested-* annotations.
-func node(name string, allocatable map[corev1.ResourceName]string, annotations map[string]string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
-	n.Status.Allocatable = corev1.ResourceList{}
-	for r, q := range allocatable {
-		n.Status.Allocatable[r] = resource.MustParse(q)
-	}
-	return n
-}
-
 // cpuNode returns a node of capacity millicores of cpu whose requested-cpu annotation says used.
 func cpuNode(name string, capacity, used int) *corev1.Node {
-	return node(name, map[corev1.ResourceName]string{corev1.ResourceCPU: strconv.Itoa(capacity) + "m"},
-		map[string]string{"requested-cpu": strconv.Itoa(used)})
+	return fixtures.MakeNode().Name(name).Allocatable(fixtures.Res{corev1.ResourceCPU: strconv.Itoa(capacity) + "m"}).
+		Annotation("requested-cpu", strconv.Itoa(used)).Obj()
 }
 
-// pod returns a pod with one container requesting the given quantities.
-func pod(uid string, requests map[corev1.ResourceName]string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-" + uid, Namespace: "default", UID: types.UID(uid)}}
-	c := corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}}}
-	for r, q := range requests {
-		c.Resources.Requests[r] = resource.MustParse(q)
-	}
-	p.Spec.Containers = []corev1.Container{c}
-	return p
+// pod starts a pod of the given UID (the agent's key for a pod), named pod-<uid> in default;
+// its Req adds the container with the requests.
+func pod(uid string) *fixtures.PodWrapper {
+	return fixtures.MakePod().Name("pod-" + uid).Namespace("default").UID(uid)
 }
 
+// cpuPod returns a pod of one container requesting milli millicores of cpu.
 func cpuPod(uid string, milli int) *corev1.Pod {
-	return pod(uid, map[corev1.ResourceName]string{corev1.ResourceCPU: strconv.Itoa(milli) + "m"})
+	return pod(uid).Req(fixtures.Res{corev1.ResourceCPU: strconv.Itoa(milli) + "m"}).Obj()
 }
 
 // fakeCluster is a framework.Cluster over fixed objects. It is read-only once built, so safe
@@ -184,13 +168,14 @@ func TestBinpackTwoResources(t *testing.T) {
 	//         mu'S mu = 4*0.09*0.04 = 0.0144, sqrt 0.12, mu'mu = 0.18: c = 0.666667
 	//   on B: u = (0,0), (0.6,0.6): S = 0.09 everywhere, mu'S mu = 0.0324, sqrt 0.18: c = 1
 	// A 10, B 1.
-	alloc := map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1000Mi"}
+	alloc := fixtures.Res{corev1.ResourceCPU: "1", corev1.ResourceMemory: "1000Mi"}
 	nodes := []*corev1.Node{
-		node("A", alloc, nil),
-		node("B", alloc, map[string]string{"requested-cpu": "500", "requested-memory": strconv.Itoa(500 << 20)}),
+		fixtures.MakeNode().Name("A").Allocatable(alloc).Obj(),
+		fixtures.MakeNode().Name("B").Allocatable(alloc).
+			Annotations(map[string]string{"requested-cpu": "500", "requested-memory": strconv.Itoa(500 << 20)}).Obj(),
 	}
 	a := newAgent(t, config(2, ABinpack), nil)
-	p := pod("p", map[corev1.ResourceName]string{corev1.ResourceCPU: "100m", corev1.ResourceMemory: "100Mi"})
+	p := pod("p").Req(fixtures.Res{corev1.ResourceCPU: "100m", corev1.ResourceMemory: "100Mi"}).Obj()
 	if diff := cmp.Diff([]int64{10, 1}, score(a, p, nodes...)); diff != "" {
 		t.Errorf("scores (-want +got):\n%s", diff)
 	}
@@ -200,11 +185,11 @@ func TestNotFitting(t *testing.T) {
 	// Memory is the second resource: with NUM_RESOURCES=2 a node short of memory scores 0;
 	// with NUM_RESOURCES=1 only cpu is considered and it fits.
 	nodes := []*corev1.Node{
-		node("roomy", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"}, nil),
-		node("short", map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"},
-			map[string]string{"requested-memory": strconv.Itoa(7 << 30)}),
+		fixtures.MakeNode().Name("roomy").Allocatable(fixtures.Res{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"}).Obj(),
+		fixtures.MakeNode().Name("short").Allocatable(fixtures.Res{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"}).
+			Annotation("requested-memory", strconv.Itoa(7<<30)).Obj(),
 	}
-	p := pod("p", map[corev1.ResourceName]string{corev1.ResourceCPU: "1", corev1.ResourceMemory: "2Gi"})
+	p := pod("p").Req(fixtures.Res{corev1.ResourceCPU: "1", corev1.ResourceMemory: "2Gi"}).Obj()
 	for _, obj := range []Objective{ABinpack, LoadBalance, Consolidate} {
 		// 2 GiB > 8 - 7 GiB: "short" does not fit; "roomy" is the only fitting node: 10.
 		if diff := cmp.Diff([]int64{10, 0}, score(newAgent(t, config(2, obj), nil), p, nodes...)); diff != "" {
@@ -216,7 +201,7 @@ func TestNotFitting(t *testing.T) {
 		}
 	}
 	// A gpu pod and nodes without gpus: nothing fits, every score 0.
-	gp := pod("g", map[corev1.ResourceName]string{"nvidia.com/gpu": "1"})
+	gp := pod("g").Req(fixtures.Res{"nvidia.com/gpu": "1"}).Obj()
 	if diff := cmp.Diff([]int64{0, 0}, score(newAgent(t, config(4, ABinpack), nil), gp, nodes...)); diff != "" {
 		t.Errorf("gpu pod (-want +got):\n%s", diff)
 	}
@@ -247,11 +232,12 @@ func TestClusterSystem(t *testing.T) {
 	// cordoned: not part of the system). The request offers A and X, a node the cache does not
 	// hold (1000m, nothing allocated). The annotations lie and must be ignored.
 	liar := map[string]string{"requested-cpu": "900"}
-	A := node("A", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, liar)
-	B := node("B", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, liar)
-	U := node("U", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil)
+	oneCPU := fixtures.Res{corev1.ResourceCPU: "1"}
+	A := fixtures.MakeNode().Name("A").Allocatable(oneCPU).Annotations(liar).Obj()
+	B := fixtures.MakeNode().Name("B").Allocatable(oneCPU).Annotations(liar).Obj()
+	U := fixtures.MakeNode().Name("U").Allocatable(oneCPU).Obj()
 	U.Spec.Unschedulable = true
-	X := node("X", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, liar)
+	X := fixtures.MakeNode().Name("X").Allocatable(oneCPU).Annotations(liar).Obj()
 	c := &fakeCluster{synced: true, nodes: []*corev1.Node{A, B, U}, allocated: map[string]framework.Amounts{
 		"A": {corev1.ResourceCPU: 200}, "B": {corev1.ResourceCPU: 600},
 	}}
@@ -282,8 +268,8 @@ func TestSeedFromCluster(t *testing.T) {
 	// about. Seeding counts all three, and the request does not count p3 again. Same nodes and
 	// arithmetic as TestBinpackAdaptsToDemand's mixed case: B wins from the very first request.
 	nodes := []*corev1.Node{
-		node("A", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil),
-		node("B", map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}, nil),
+		fixtures.MakeNode().Name("A").Allocatable(fixtures.Res{corev1.ResourceCPU: "1"}).Obj(),
+		fixtures.MakeNode().Name("B").Allocatable(fixtures.Res{corev1.ResourceCPU: "1"}).Obj(),
 	}
 	p1, p2, p3 := cpuPod("p1", 100), cpuPod("p2", 700), cpuPod("p3", 100)
 	p1.Spec.NodeName, p2.Spec.NodeName = "B", "B"

@@ -8,17 +8,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 func TestUnits(t *testing.T) {
 	r := newResources(Config{NumResources: 5, GPUResource: "example.com/gpu"})
-	n := node("n", map[corev1.ResourceName]string{
+	n := fixtures.MakeNode().Name("n").Allocatable(fixtures.Res{
 		corev1.ResourceCPU: "3500m", corev1.ResourceMemory: "8Gi", corev1.ResourcePods: "110",
 		"example.com/gpu": "2", "nvidia.com/gpu": "9", corev1.ResourceEphemeralStorage: "100Gi",
-	}, map[string]string{
+	}).Annotations(map[string]string{
 		"requested-cpu": "1250", "requested-memory": "1073741824", "requested-pods": "3",
 		"requested-gpu": "1", "requested-ephemeral-storage": "536870912",
-	})
+	}).Obj()
 	// 3500 millicores, 8 GiB = 8192 MiB, 110 pods, 2 of the configured gpu (nvidia.com/gpu is
 	// not it), 100 GiB
 	if diff := cmp.Diff(vec{3500, 8192, 110, 2, 100}, r.capacity(n)); diff != "" {
@@ -44,7 +45,7 @@ func TestUnits(t *testing.T) {
 func TestBadAnnotations(t *testing.T) {
 	r := newResources(config(2, ABinpack))
 	for _, raw := range []string{"lots", "-5", "NaN", "+Inf", "1e400"} {
-		n := node("n", nil, map[string]string{"requested-cpu": "100", "requested-memory": raw})
+		n := fixtures.MakeNode().Name("n").Annotation("requested-cpu", "100").Annotation("requested-memory", raw).Obj()
 		use, bad := r.fromAnnotations(n)
 		// the bad memory annotation counts as 0 and is reported; cpu is read
 		if use != (vec{100, 0}) || bad != resMemory {
@@ -52,7 +53,7 @@ func TestBadAnnotations(t *testing.T) {
 		}
 	}
 	// missing annotations are 0 and not an error
-	if use, bad := r.fromAnnotations(node("n", nil, nil)); use != (vec{}) || bad != -1 {
+	if use, bad := r.fromAnnotations(fixtures.MakeNode().Name("n").Obj()); use != (vec{}) || bad != -1 {
 		t.Errorf("no annotations: usage %v bad %d", use, bad)
 	}
 }
@@ -65,18 +66,18 @@ func TestDemand(t *testing.T) {
 		want vec
 	}{
 		// no requests: cpu 10m, memory 16 MiB, pods 1
-		{name: "best effort", pod: pod("a", nil), want: vec{10, 16, 1, 0, 0}},
+		{name: "best effort", pod: pod("a").Req(nil).Obj(), want: vec{10, 16, 1, 0, 0}},
 		// 1500m, 1 GiB = 1024 MiB, 1 pod, 2 gpus, 2 GiB of ephemeral storage
-		{name: "everything", pod: pod("b", map[corev1.ResourceName]string{
+		{name: "everything", pod: pod("b").Req(fixtures.Res{
 			corev1.ResourceCPU: "1500m", corev1.ResourceMemory: "1Gi", "nvidia.com/gpu": "2",
 			corev1.ResourceEphemeralStorage: "2Gi",
-		}), want: vec{1500, 1024, 1, 2, 2}},
+		}).Obj(), want: vec{1500, 1024, 1, 2, 2}},
 		// memory only: cpu floored to 10m
-		{name: "memory only", pod: pod("c", map[corev1.ResourceName]string{corev1.ResourceMemory: "64Mi"}),
+		{name: "memory only", pod: pod("c").Req(fixtures.Res{corev1.ResourceMemory: "64Mi"}).Obj(),
 			want: vec{10, 64, 1, 0, 0}},
 		// an init container larger than the containers sets the request (kube-scheduler's rule):
 		// max(200m, 700m) = 700m; memory max(0, 0) floored to 16
-		{name: "init container", pod: withInit(pod("d", map[corev1.ResourceName]string{corev1.ResourceCPU: "200m"}), "700m"),
+		{name: "init container", pod: withInit(pod("d").Req(fixtures.Res{corev1.ResourceCPU: "200m"}).Obj(), "700m"),
 			want: vec{700, 16, 1, 0, 0}},
 	}
 	for _, tc := range tests {
@@ -87,7 +88,7 @@ func TestDemand(t *testing.T) {
 		})
 	}
 	// With one resource only cpu is filled.
-	if diff := cmp.Diff(vec{10}, newResources(config(1, ABinpack)).demand(pod("e", nil))); diff != "" {
+	if diff := cmp.Diff(vec{10}, newResources(config(1, ABinpack)).demand(pod("e").Req(nil).Obj())); diff != "" {
 		t.Errorf("one resource (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // The simulation places streams of pods one by one through the agent's prioritize function on
@@ -50,9 +52,9 @@ func newSimCluster(t *testing.T, obj Objective, seed uint64) *simCluster {
 	c := &simCluster{agent: newAgent(t, config(2, obj), nil), rng: rand.New(rand.NewPCG(seed, 2)),
 		cpu: make([]int64, simNodes), memMi: make([]int64, simNodes), small: make([]int, simNodes)}
 	for i := 0; i < simNodes; i++ {
-		c.nodes = append(c.nodes, node(fmt.Sprintf("n%02d", i), map[corev1.ResourceName]string{
+		c.nodes = append(c.nodes, fixtures.MakeNode().Name(fmt.Sprintf("n%02d", i)).Allocatable(fixtures.Res{
 			corev1.ResourceCPU: strconv.Itoa(simNodeCPU) + "m", corev1.ResourceMemory: strconv.Itoa(simNodeMemMi) + "Mi",
-		}, map[string]string{"requested-cpu": "0", "requested-memory": "0"}))
+		}).Annotations(map[string]string{"requested-cpu": "0", "requested-memory": "0"}).Obj())
 	}
 	return c
 }
@@ -60,10 +62,10 @@ func newSimCluster(t *testing.T, obj Objective, seed uint64) *simCluster {
 // place schedules one pod and reports whether it found a node.
 func (c *simCluster) place(p simPod) bool {
 	c.uid++
-	scores := score(c.agent, pod(strconv.Itoa(c.uid), map[corev1.ResourceName]string{
+	scores := score(c.agent, pod(strconv.Itoa(c.uid)).Req(fixtures.Res{
 		corev1.ResourceCPU:    strconv.FormatInt(p.cpu, 10) + "m",
 		corev1.ResourceMemory: strconv.FormatInt(p.memMi, 10) + "Mi",
-	}), c.nodes...)
+	}).Obj(), c.nodes...)
 	best, ties, pick := int64(0), 0, -1
 	for i, s := range scores {
 		switch {
@@ -157,7 +159,7 @@ func simMixed(t *testing.T, obj Objective, seed uint64, warm bool) (nodesWithSma
 	if warm {
 		for i, p := range stream[:100] {
 			d := vec{float64(p.cpu), float64(p.memMi)}
-			c.agent.observe(pod(fmt.Sprint("warm-", i), nil), &d, false)
+			c.agent.observe(pod(fmt.Sprint("warm-", i)).Req(nil).Obj(), &d, false)
 		}
 		shuffle()
 	}

@@ -8,10 +8,9 @@ import (
 	"testing"
 
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // benchNodes returns n realistic nodes: the labels and annotations a kubeadm node carries, 16
@@ -49,20 +48,15 @@ func benchNodes(n int) []*corev1.Node {
 			put(AnnotationMeanFreeCPU, AnnotationStdFreeCPU, cpuForecast, cpuMilli)
 			put(AnnotationMeanFreeMemory, AnnotationStdFreeMemory, memForecast, memBytes)
 		}
-		nodes[i] = &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: a, Labels: map[string]string{
-				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-				"node.kubernetes.io/instance-type": "m5.4xlarge", "topology.kubernetes.io/zone": "eu-west-1a",
-			}},
-			Status: corev1.NodeStatus{
-				Allocatable: corev1.ResourceList{
-					corev1.ResourceCPU:              resource.MustParse("15890m"),
-					corev1.ResourceMemory:           resource.MustParse("65843012Ki"),
-					corev1.ResourcePods:             resource.MustParse("110"),
-					corev1.ResourceEphemeralStorage: resource.MustParse("95551679124"),
-				},
-			},
-		}
+		nodes[i] = fixtures.MakeNode().Name(name).Annotations(a).Labels(map[string]string{
+			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+			"node.kubernetes.io/instance-type": "m5.4xlarge", "topology.kubernetes.io/zone": "eu-west-1a",
+		}).Allocatable(fixtures.Res{
+			corev1.ResourceCPU:              "15890m",
+			corev1.ResourceMemory:           "65843012Ki",
+			corev1.ResourcePods:             "110",
+			corev1.ResourceEphemeralStorage: "95551679124",
+		}).Obj()
 	}
 	return nodes
 }

@@ -4,17 +4,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
+// cachedNode returns node "n" of 4 cpus at resourceVersion rv with the mean-free-cpu annotation.
 func cachedNode(rv, meanFreeCPU string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: rv, Annotations: map[string]string{"mean-free-cpu": meanFreeCPU}},
-		Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
-	}
+	return fixtures.MakeNode().Name("n").ResourceVersion(rv).Annotation("mean-free-cpu", meanFreeCPU).
+		Allocatable(fixtures.Res{corev1.ResourceCPU: "4"}).Obj()
 }
 
 // The cache serves a node's inputs only at the resourceVersion they were read at: an updated

@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
@@ -29,32 +29,15 @@ const (
 
 type ann = map[string]string
 
-// makeNode returns a node with the given allocatable cpu and memory ("" leaves it out) and
-// annotations.
-func makeNode(name, cpu, memory string, annotations ann) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
-	n.Status.Allocatable = corev1.ResourceList{}
-	if cpu != "" {
-		n.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	return n
+// fixtureNode starts a node of the fixtures' size: nodeCPU and nodeMemory allocatable.
+func fixtureNode(name string) *fixtures.NodeWrapper {
+	return fixtures.MakeNode().Name(name).Allocatable(fixtures.Res{corev1.ResourceCPU: nodeCPU, corev1.ResourceMemory: nodeMemory})
 }
 
-// makePod returns a pod with one container requesting cpu and memory.
+// makePod returns a pod "p" with one container "c" requesting cpu and memory.
 func makePod(cpu, memory string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "c",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse(cpu),
-				corev1.ResourceMemory: resource.MustParse(memory),
-			}},
-		}}},
-	}
+	return fixtures.MakePod().Name("p").Namespace("default").
+		Container("c", "", fixtures.Res{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}).Obj()
 }
 
 func newAgent(t testing.TB, cfg Config, log *logrus.Entry) *Agent {
@@ -87,90 +70,92 @@ func TestFilterOverload(t *testing.T) {
 		pod    *corev1.Pod
 		reason string // "" passes
 	}{
-		{name: "no statistics", node: makeNode("n", nodeCPU, nodeMemory, nil)},
+		{name: "no statistics", node: fixtureNode("n").Obj()},
 		// used 4000-3000 = 1000; mu (1000+400)/4000 = 0.35, sigma 200/4000 = 0.05: far below T.
-		{name: "quiet cpu only", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"})},
+		{name: "quiet cpu only", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}).Obj()},
 		// mu (3200+400)/4000 = 0.9 = T, std missing so sigma 0: rank 1.
-		{name: "sigma 0, mu at T", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "800"})},
+		{name: "sigma 0, mu at T", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800"}).Obj()},
 		// mu (3400+400)/4000 = 0.95 > T, sigma 0: rank 0, risk 1.
-		{name: "sigma 0, mu above T", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "600"}),
+		{name: "sigma 0, mu above T", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "600"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.95, sigma 0.00, threshold 0.90)"},
 		// cpu as beta23CPU; memory: used 8000-5600 = 2400, mu (2400+800)/8000 = 0.4, sigma
 		// 1600/8000 = 0.2: risk 0.3125 > 0.30 for both.
 		{name: "Beta(2,3) on both resources", cfg: config(t50),
-			node: makeNode("n", nodeCPU, nodeMemory, ann{
+			node: fixtureNode("n").Annotations(ann{
 				AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
-				AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}),
+				AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}).Obj(),
 			reason: "cpu risk 0.31 > 0.30 (mu 0.40, sigma 0.20, threshold 0.50); " +
 				"memory risk 0.31 > 0.30 (mu 0.40, sigma 0.20, threshold 0.50)"},
 		// Same risk 0.3125 <= E 0.32.
 		{name: "Beta(2,3) within E 32", cfg: config(func(c *Config) { c.Utilization, c.Percentile = 50, 32 }),
-			node: makeNode("n", nodeCPU, nodeMemory, beta23CPU)},
+			node: fixtureNode("n").Annotations(beta23CPU).Obj()},
 		// T 30: rank I_0.3(2,3) = 6*0.09*0.49 + 4*0.027*0.7 + 0.0081 = 0.3483, risk 0.6517 >
 		// E 0.65. Both print 0.65 with two decimals, so three are used.
 		{name: "close call prints more digits", cfg: config(func(c *Config) { c.Utilization, c.Percentile = 30, 65 }),
-			node:   makeNode("n", nodeCPU, nodeMemory, beta23CPU),
+			node:   fixtureNode("n").Annotations(beta23CPU).Obj(),
 			reason: "cpu risk 0.652 > 0.650 (mu 0.40, sigma 0.20, threshold 0.30)"},
 		// Memory only: used 7500 + 800 = 8300 > 8000: mu 1, sigma 0, risk 1.
-		{name: "memory only, failing", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeMemory: "500"}),
+		{name: "memory only, failing", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeMemory: "500"}).Obj(),
 			reason: "memory risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// Forecasts, w = 0.2: free = 0.8*800 + 0.2*200 = 680; mu (3320+400)/4000 = 0.93 > T.
-		{name: "forecast, deployed spelling", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200"}),
+		{name: "forecast, deployed spelling", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.93, sigma 0.00, threshold 0.90)"},
-		{name: "forecast, correct spelling", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "200"}),
+		{name: "forecast, correct spelling", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "200"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.93, sigma 0.00, threshold 0.90)"},
 		// Both spellings: the deployed one is read first. (The other, 4000, would give free
 		// 0.8*800 + 800 = 1440, mu (2560+400)/4000 = 0.74: a pass.)
-		{name: "forecast, both spellings", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200", AnnotationForecastFreeCPU: "4000"}),
+		{name: "forecast, both spellings", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200", AnnotationForecastFreeCPU: "4000"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.93, sigma 0.00, threshold 0.90)"},
 		// Unparseable forecasts are absent: free 800, mu 0.9 = T.
-		{name: "forecast unparseable", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "abc"})},
-		{name: "forecast NaN", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "NaN"})},
+		{name: "forecast unparseable", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "abc"}).Obj()},
+		{name: "forecast NaN", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "NaN"}).Obj()},
 		// w = 0: the forecast does not count.
 		{name: "forecast weight 0", cfg: config(func(c *Config) { c.ForecastWeight = 0 }),
-			node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "200"})},
+			node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "200"}).Obj()},
 		// w = 1: free = 200, mu (3800+400)/4000 = 1.05, clamped to 1.
 		{name: "forecast weight 100", cfg: config(func(c *Config) { c.ForecastWeight = 100 }),
-			node:   makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "3000", AnnotationForecastFreeCPU: "200"}),
+			node:   fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationForecastFreeCPU: "200"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// Memory forecast, correct spelling: free 0.8*1000 + 0.2*0 = 800; mu (7200+800)/8000 = 1.
-		{name: "memory forecast", node: makeNode("n", nodeCPU, nodeMemory,
-			ann{AnnotationMeanFreeMemory: "1000", AnnotationForecastFreeMemory: "0"}),
+		{name: "memory forecast", node: fixtureNode("n").
+			Annotations(ann{AnnotationMeanFreeMemory: "1000", AnnotationForecastFreeMemory: "0"}).Obj(),
 			reason: "memory risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// Zero or missing allocatable with statistics: not judgeable, rejected.
-		{name: "zero allocatable cpu", node: makeNode("n", "0", nodeMemory, ann{AnnotationMeanFreeCPU: "3000"}),
+		{name: "zero allocatable cpu", node: fixtureNode("n").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
+			Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
 			reason: "allocatable cpu is zero or missing: its risk cannot be judged"},
-		{name: "missing allocatable, both", node: makeNode("n", "", "", ann{AnnotationMeanFreeCPU: "3000", AnnotationMeanFreeMemory: "3000"}),
+		{name: "missing allocatable, both", node: fixtures.MakeNode().Name("n").
+			Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationMeanFreeMemory: "3000"}).Obj(),
 			reason: "allocatable cpu is zero or missing: its risk cannot be judged; " +
 				"allocatable memory is zero or missing: its risk cannot be judged"},
 		// ... but a resource without statistics is not judged at all.
-		{name: "missing allocatable, no statistics", node: makeNode("n", "", "", nil)},
+		{name: "missing allocatable, no statistics", node: fixtures.MakeNode().Name("n").Obj()},
 		// Bad numbers: NaN and infinities are absent; -5 is a number (free -5: used 4005,
 		// mu clamped to 1).
-		{name: "mean NaN", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "NaN"})},
-		{name: "mean +Inf", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "+Inf"})},
-		{name: "mean -Inf", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "-Inf"})},
-		{name: "mean 1e999", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "1e999"})},
-		{name: "mean empty", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: ""})},
-		{name: "mean -5", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "-5"}),
+		{name: "mean NaN", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "NaN"}).Obj()},
+		{name: "mean +Inf", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "+Inf"}).Obj()},
+		{name: "mean -Inf", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "-Inf"}).Obj()},
+		{name: "mean 1e999", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "1e999"}).Obj()},
+		{name: "mean empty", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: ""}).Obj()},
+		{name: "mean -5", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "-5"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// std NaN, +Inf or -5: sigma 0 (NaN and Inf absent, -5/4000 clamped); mu 0.9 = T.
-		{name: "std NaN", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "NaN"})},
-		{name: "std +Inf", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "+Inf"})},
-		{name: "std -5", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "-5"})},
+		{name: "std NaN", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "NaN"}).Obj()},
+		{name: "std +Inf", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "+Inf"}).Obj()},
+		{name: "std -5", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "-5"}).Obj()},
 		// Spaces around numbers are allowed: mu (3400+400)/4000 = 0.95.
-		{name: "spaces", node: makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: " 600 "}),
+		{name: "spaces", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: " 600 "}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.95, sigma 0.00, threshold 0.90)"},
 		// The demand counts init containers and overhead as kube-scheduler does:
 		// max(400m, 1000m) + 100m = 1100m; mu (1000+1100)/4000 = 0.525 > T 0.5.
 		{name: "init container and overhead", cfg: config(t50), pod: withInitAndOverhead(makePod("400m", "800")),
-			node:   makeNode("n", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "3000"}),
+			node:   fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.53, sigma 0.00, threshold 0.50)"},
 	}
 	for _, tc := range tests {
@@ -226,18 +211,20 @@ func TestPriorities(t *testing.T) {
 		node              *corev1.Node
 		overload, balance int64
 	}{
-		{"no statistics", makeNode("n", nodeCPU, nodeMemory, nil), 0, 0},
-		{"cpu only", makeNode("n", nodeCPU, nodeMemory, cpuBeta), 2, 6},
-		{"memory only", makeNode("n", nodeCPU, nodeMemory, memQuiet), 10, 8},
+		{"no statistics", fixtureNode("n").Obj(), 0, 0},
+		{"cpu only", fixtureNode("n").Annotations(cpuBeta).Obj(), 2, 6},
+		{"memory only", fixtureNode("n").Annotations(memQuiet).Obj(), 10, 8},
 		// Both: the smaller of each.
-		{"both", makeNode("n", nodeCPU, nodeMemory, merge(cpuBeta, memQuiet)), 2, 6},
+		{"both", fixtureNode("n").Annotations(merge(cpuBeta, memQuiet)).Obj(), 2, 6},
 		// cpu 2 and 6, memory 0 and 5.
-		{"memory full", makeNode("n", nodeCPU, nodeMemory, merge(cpuBeta, memFull)), 0, 5},
+		{"memory full", fixtureNode("n").Annotations(merge(cpuBeta, memFull)).Obj(), 0, 5},
 		// Zero allocatable cpu scores 0 for cpu, so 0 overall.
-		{"zero allocatable cpu", makeNode("n", "0", nodeMemory, merge(cpuBeta, memQuiet)), 0, 0},
+		{"zero allocatable cpu", fixtureNode("n").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
+			Annotations(merge(cpuBeta, memQuiet)).Obj(), 0, 0},
 		// Missing allocatable memory with memory statistics: memory 0, min(2, 0) = 0.
-		{"missing allocatable memory", makeNode("n", nodeCPU, "", merge(cpuBeta, memQuiet)), 0, 0},
-		{"NaN and Inf annotations", makeNode("n", nodeCPU, nodeMemory, nan), 0, 0},
+		{"missing allocatable memory", fixtures.MakeNode().Name("n").Allocatable(fixtures.Res{corev1.ResourceCPU: nodeCPU}).
+			Annotations(merge(cpuBeta, memQuiet)).Obj(), 0, 0},
+		{"NaN and Inf annotations", fixtureNode("n").Annotations(nan).Obj(), 0, 0},
 	}
 	a := newAgent(t, cfg, nil)
 	for _, tc := range tests {
@@ -258,8 +245,8 @@ func TestDefaultOverloadScores(t *testing.T) {
 	// one at mu 0.95: risk 1, score 0.
 	a := newAgent(t, DefaultConfig(), nil)
 	nodes := []*corev1.Node{
-		makeNode("quiet", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "3000"}),
-		makeNode("busy", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "600"}),
+		fixtureNode("quiet").Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
+		fixtureNode("busy").Annotations(ann{AnnotationMeanFreeCPU: "600"}).Obj(),
 	}
 	if got := extendertest.Must(a.scoreOverload(context.Background(), makePod("400m", "800"), nodes)); !cmp.Equal(got, []int64{10, 0}) {
 		t.Errorf("safe-overload = %v, want [10 0]", got)
@@ -324,8 +311,9 @@ func TestNewValidates(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	nodes := []*corev1.Node{
-		makeNode("quiet-node", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}),
-		makeNode("zero-node", "0", nodeMemory, ann{AnnotationMeanFreeCPU: "3000"}),
+		fixtureNode("quiet-node").Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}).Obj(),
+		fixtureNode("zero-node").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
+			Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
 	}
 	run := func(printTable bool, level logrus.Level) string {
 		var buf bytes.Buffer

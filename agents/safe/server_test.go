@@ -9,19 +9,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // TestRequestForms sends the same nodes as full Node objects and as names: the verdicts,
 // reasons and scores must be the same.
 func TestRequestForms(t *testing.T) {
 	nodes := []*corev1.Node{
-		makeNode("none", nodeCPU, nodeMemory, nil),
-		makeNode("quiet", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}),
-		makeNode("busy", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "600"}),
-		makeNode("forecast", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200"}),
-		makeNode("zero", "0", nodeMemory, ann{AnnotationMeanFreeCPU: "3000"}),
-		makeNode("beta", nodeCPU, nodeMemory, ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
-			AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}),
+		fixtureNode("none").Obj(),
+		fixtureNode("quiet").Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}).Obj(),
+		fixtureNode("busy").Annotations(ann{AnnotationMeanFreeCPU: "600"}).Obj(),
+		fixtureNode("forecast").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200"}).Obj(),
+		fixtureNode("zero").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
+			Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
+		fixtureNode("beta").Annotations(ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
+			AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}).Obj(),
 	}
 	nodes = append(nodes, benchNodes(40)...)
 	a := newAgent(t, DefaultConfig(), nil)

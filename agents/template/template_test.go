@@ -7,15 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
-
-func makeNode(name string, labels, annotations map[string]string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
-}
 
 func defaultAgent(t *testing.T, env map[string]string) *Agent {
 	t.Helper()
@@ -33,9 +29,9 @@ func defaultAgent(t *testing.T, env map[string]string) *Agent {
 func TestFilterLabel(t *testing.T) {
 	a := defaultAgent(t, nil)
 	nodes := []*corev1.Node{
-		makeNode("yes", map[string]string{"template.extender/allowed": "true"}, nil),
-		makeNode("no", map[string]string{"template.extender/allowed": "false"}, nil),
-		makeNode("none", nil, nil),
+		fixtures.MakeNode().Name("yes").Label("template.extender/allowed", "true").Obj(),
+		fixtures.MakeNode().Name("no").Label("template.extender/allowed", "false").Obj(),
+		fixtures.MakeNode().Name("none").Obj(),
 	}
 	got, err := a.filterLabel(context.Background(), &corev1.Pod{}, nodes)
 	if err != nil {
@@ -54,8 +50,8 @@ func TestFilterLabel(t *testing.T) {
 func TestFilterLabelConfigured(t *testing.T) {
 	a := defaultAgent(t, map[string]string{"TEMPLATE_LABEL": "zone", "TEMPLATE_LABEL_VALUE": "blue"})
 	got, err := a.filterLabel(context.Background(), &corev1.Pod{}, []*corev1.Node{
-		makeNode("blue", map[string]string{"zone": "blue"}, nil),
-		makeNode("red", map[string]string{"zone": "red"}, nil),
+		fixtures.MakeNode().Name("blue").Label("zone", "blue").Obj(),
+		fixtures.MakeNode().Name("red").Label("zone", "red").Obj(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +65,12 @@ func TestScore(t *testing.T) {
 	a := defaultAgent(t, nil)
 	key := "template.extender/score"
 	nodes := []*corev1.Node{
-		makeNode("seven", nil, map[string]string{key: "7"}),
-		makeNode("high", nil, map[string]string{key: "99"}),  // clamped to 10
-		makeNode("low", nil, map[string]string{key: "-4"}),   // clamped to 0
-		makeNode("junk", nil, map[string]string{key: "7.5"}), // not an integer: 0
-		makeNode("none", nil, nil),                           // no annotation: 0
-		makeNode("spaced", nil, map[string]string{key: " 3 "}),
+		fixtures.MakeNode().Name("seven").Annotation(key, "7").Obj(),
+		fixtures.MakeNode().Name("high").Annotation(key, "99").Obj(),  // clamped to 10
+		fixtures.MakeNode().Name("low").Annotation(key, "-4").Obj(),   // clamped to 0
+		fixtures.MakeNode().Name("junk").Annotation(key, "7.5").Obj(), // not an integer: 0
+		fixtures.MakeNode().Name("none").Obj(),                        // no annotation: 0
+		fixtures.MakeNode().Name("spaced").Annotation(key, " 3 ").Obj(),
 	}
 	got, err := a.score(context.Background(), &corev1.Pod{}, nodes)
 	if err != nil {
