@@ -17,7 +17,6 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,6 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
@@ -65,15 +65,13 @@ func (s *stubSource) Series(context.Context, []*corev1.Node, time.Time) (map[str
 	return s.series, s.problems, s.err
 }
 
-func makeNode(name, cpu, memory string, annotations map[string]string) *corev1.Node {
-	rl := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
-		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
-		Status:     corev1.NodeStatus{Allocatable: rl, Capacity: rl},
-	}
+// kubeletNode starts a node as a kubelet reports it: capacity and allocatable of the given cpu
+// and memory, 110 pods and 100Gi of ephemeral storage.
+func kubeletNode(name, cpu, memory string) *fixtures.NodeWrapper {
+	return fixtures.MakeNode().Name(name).Resources(fixtures.Res{
+		corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory,
+		corev1.ResourcePods: "110", corev1.ResourceEphemeralStorage: "100Gi",
+	})
 }
 
 // defaults returns the declared defaults, as the command would have them with nothing set.
@@ -150,8 +148,8 @@ func TestAllocationAnnotations(t *testing.T) {
 		"n1": {corev1.ResourceCPU: 1500, corev1.ResourceMemory: 3 << 30, corev1.ResourcePods: 4, "nvidia.com/gpu": 1,
 			corev1.ResourceEphemeralStorage: 10 << 30},
 	}
-	fresh := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new"}} // no status yet
-	r := newRig(t, cfg, alloc, nil, makeNode("n1", "4", "16Gi", nil), makeNode("n2", "2", "8Gi", nil), fresh)
+	fresh := fixtures.MakeNode().Name("new").Obj() // no status yet
+	r := newRig(t, cfg, alloc, nil, kubeletNode("n1", "4", "16Gi").Obj(), kubeletNode("n2", "2", "8Gi").Obj(), fresh)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 	res := r.a.Cycle(context.Background(), now)
@@ -213,7 +211,7 @@ func statsRig(t *testing.T) *rig {
 		"n2": {CPU: []float64{1000, 1000, 1000}, Memory: []float64{1, 2}}, // too few memory samples
 	}}
 	ann := map[string]string{MeanFreeCPU: "123", StatisticsTimestamp: "2020-01-01T00:00:00Z"}
-	return newRig(t, cfg, nil, src, makeNode("n1", "16", "64Gi", nil), makeNode("n2", "16", "64Gi", ann))
+	return newRig(t, cfg, nil, src, kubeletNode("n1", "16", "64Gi").Obj(), kubeletNode("n2", "16", "64Gi").Annotations(ann).Obj())
 }
 
 func statsOnly(p map[string]string) map[string]string {
@@ -297,7 +295,7 @@ func TestBadDataLeavesAnnotations(t *testing.T) {
 	before := r.node(t, "n2").Annotations
 	// n1's cpu has a NaN: bad data too.
 	r.source.series["n1"] = NodeSeries{CPU: []float64{1, nan(), 3}, Memory: []float64{1, 2, 3}}
-	if _, err := r.client.CoreV1().Nodes().Create(context.Background(), makeNode("n4", "1", "1Gi", nil), metav1.CreateOptions{}); err != nil {
+	if _, err := r.client.CoreV1().Nodes().Create(context.Background(), kubeletNode("n4", "1", "1Gi").Obj(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -352,7 +350,7 @@ func TestSourceFailure(t *testing.T) {
 // counted and retried next cycle.
 func TestPatchErrors(t *testing.T) {
 	cfg := defaults(t)
-	r := newRig(t, cfg, nil, nil, makeNode("n1", "1", "1Gi", nil), makeNode("n2", "1", "1Gi", nil))
+	r := newRig(t, cfg, nil, nil, kubeletNode("n1", "1", "1Gi").Obj(), kubeletNode("n2", "1", "1Gi").Obj())
 	r.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		switch a.(k8stesting.PatchAction).GetName() {
 		case "n1":

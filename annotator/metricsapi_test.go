@@ -14,6 +14,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
+
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // nodeMetricsGVR is where the metrics fake clientset lists NodeMetrics from (the client's
@@ -43,9 +45,9 @@ func TestMetricsAPISource(t *testing.T) {
 	c := metricsfake.NewSimpleClientset()
 	m := NewMetricsAPI(c, 10*time.Minute)
 	ctx := context.Background()
-	n1 := makeNode("n1", "4", "8Gi", nil)
-	n2 := makeNode("n2", "2", "4Gi", nil)
-	n3 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}} // no allocatable yet
+	n1 := kubeletNode("n1", "4", "8Gi").Obj()
+	n2 := kubeletNode("n2", "2", "4Gi").Obj()
+	n3 := fixtures.MakeNode().Name("n3").Obj() // no allocatable yet
 	nodes := []*corev1.Node{n1, n2, n3}
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
@@ -117,7 +119,7 @@ func TestMetricsAPIThroughAnnotator(t *testing.T) {
 	cfg.StatsInterval = time.Minute
 	cfg.MinSamples = 3
 	src := NewMetricsAPI(mc, cfg.Window)
-	r := newRig(t, cfg, nil, nil, makeNode("n1", "4", "8Gi", nil))
+	r := newRig(t, cfg, nil, nil, kubeletNode("n1", "4", "8Gi").Obj())
 	r.a.source = src
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	// Usage 1000m, 2000m, 3000m: free 3000, 2000, 1000; mean 2000; std sqrt(2/3)*1000 = 816.5;

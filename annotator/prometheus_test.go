@@ -19,7 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // exposition serves node_exporter-style metrics, one sample per scrape with an explicit
@@ -211,9 +212,8 @@ func TestPrometheusSource(t *testing.T) {
 	}
 	// n1 is the target's host (instance 127.0.0.1:port, matched by address without the port);
 	// n2 is unknown to Prometheus.
-	n1 := makeNode("n1", "4", "16Gi", nil)
-	n1.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
-	n2 := makeNode("n2", "4", "16Gi", map[string]string{MeanFreeMemory: "42"})
+	n1 := kubeletNode("n1", "4", "16Gi").Address(corev1.NodeInternalIP, "127.0.0.1").Obj()
+	n2 := kubeletNode("n2", "4", "16Gi").Annotation(MeanFreeMemory, "42").Obj()
 	nodes := []*corev1.Node{n1, n2}
 
 	var series map[string]NodeSeries
@@ -298,11 +298,11 @@ func TestPrometheusSource(t *testing.T) {
 
 func TestNodeIndex(t *testing.T) {
 	node := func(name string, addrs ...string) *corev1.Node {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		n := fixtures.MakeNode().Name(name)
 		for _, a := range addrs {
-			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
+			n.Address(corev1.NodeInternalIP, a)
 		}
-		return n
+		return n.Obj()
 	}
 	idx := nodeIndex([]*corev1.Node{
 		node("worker-1", "10.0.0.1", "worker-1.example"),

@@ -45,7 +45,7 @@ func TestNodeViewSameInBothForms(t *testing.T) {
 
 	agent := &capture{}
 	h := extendertest.NewHandler(t, cache, agent)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	pod := fixtures.MakePod().Name("p").Namespace("ns").Obj()
 	full := node.DeepCopy()
 	full.ResourceVersion = stored.ResourceVersion
 	extendertest.Filter(t, h, "capture", extendertest.Args(pod, []*corev1.Node{full}, false))

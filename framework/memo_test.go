@@ -4,7 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // A value is served from the memo only at the resourceVersion it was computed at; a node
@@ -14,7 +15,7 @@ func TestNodeMemo(t *testing.T) {
 	calls := 0
 	label := func(n *corev1.Node) string { calls++; return n.Labels["v"] }
 	node := func(name, rv, v string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv, Labels: map[string]string{"v": v}}}
+		return fixtures.MakeNode().Name(name).ResourceVersion(rv).Label("v", v).Obj()
 	}
 	for _, step := range []struct {
 		node      *corev1.Node

@@ -16,11 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // testAgent is an agent whose functions are driven by node labels, so a test states the
@@ -81,25 +80,13 @@ type lookup map[string]*corev1.Node
 
 func (l lookup) Node(name string) (*corev1.Node, bool) { n, ok := l[name]; return n, ok }
 
-func makeNode(name string, labels ...string) corev1.Node {
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
-	for i := 0; i+1 < len(labels); i += 2 {
-		n.Labels[labels[i]] = labels[i+1]
-	}
-	return n
-}
-
-func makePod() *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-p"}}
-}
-
 // sampleNodes: a passes with score 7, b is rejected (reason "too hot") with score 12 (clamped to
 // 10), c is rejected as unresolvable with score -3 (clamped to 0).
 func sampleNodes() []corev1.Node {
 	return []corev1.Node{
-		makeNode("a", "score", "7"),
-		makeNode("b", "reject", "too hot", "score", "12"),
-		makeNode("c", "reject", "no gpu", "unresolvable", "true", "score", "-3"),
+		*fixtures.MakeNode().Name("a").Label("score", "7").Obj(),
+		*fixtures.MakeNode().Name("b").Label("reject", "too hot").Label("score", "12").Obj(),
+		*fixtures.MakeNode().Name("c").Label("reject", "no gpu").Label("unresolvable", "true").Label("score", "-3").Obj(),
 	}
 }
 
@@ -146,11 +133,11 @@ func (f *fixture) post(path string, v any) *httptest.ResponseRecorder {
 }
 
 func fullArgs(nodes []corev1.Node) extenderv1.ExtenderArgs {
-	return extenderv1.ExtenderArgs{Pod: makePod(), Nodes: &corev1.NodeList{Items: nodes}}
+	return extenderv1.ExtenderArgs{Pod: fixtures.MakePod().Name("p").Namespace("ns").UID("uid-p").Obj(), Nodes: &corev1.NodeList{Items: nodes}}
 }
 
 func nameArgs(names ...string) extenderv1.ExtenderArgs {
-	return extenderv1.ExtenderArgs{Pod: makePod(), NodeNames: &names}
+	return extenderv1.ExtenderArgs{Pod: fixtures.MakePod().Name("p").Namespace("ns").UID("uid-p").Obj(), NodeNames: &names}
 }
 
 func decode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
@@ -470,9 +457,9 @@ func TestBindIsNotSupported(t *testing.T) {
 
 func TestPreemptionEchoesVictims(t *testing.T) {
 	f := newFixture(t, Options{})
-	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "v", UID: types.UID("uid-v")}}
+	victim := fixtures.MakePod().Name("v").UID("uid-v").Obj()
 	full := decode[extenderv1.ExtenderPreemptionResult](t, f.post("/scheduler/preemption", extenderv1.ExtenderPreemptionArgs{
-		Pod:               makePod(),
+		Pod:               fixtures.MakePod().Name("p").Namespace("ns").UID("uid-p").Obj(),
 		NodeNameToVictims: map[string]*extenderv1.Victims{"a": {Pods: []*corev1.Pod{victim}, NumPDBViolations: 2}},
 	}))
 	want := map[string]*extenderv1.MetaVictims{"a": {Pods: []*extenderv1.MetaPod{{UID: "uid-v"}}, NumPDBViolations: 2}}
@@ -480,7 +467,7 @@ func TestPreemptionEchoesVictims(t *testing.T) {
 		t.Errorf("from Victims (-want +got):\n%s", diff)
 	}
 	meta := decode[extenderv1.ExtenderPreemptionResult](t, f.post("/scheduler/preemption", extenderv1.ExtenderPreemptionArgs{
-		Pod: makePod(), NodeNameToMetaVictims: want,
+		Pod: fixtures.MakePod().Name("p").Namespace("ns").UID("uid-p").Obj(), NodeNameToMetaVictims: want,
 	}))
 	if diff := cmp.Diff(want, meta.NodeNameToMetaVictims); diff != "" {
 		t.Errorf("from MetaVictims (-want +got):\n%s", diff)
@@ -553,7 +540,7 @@ func TestNewRejectsDuplicateNames(t *testing.T) {
 
 // Reasons reach the scheduler's events as written: "risk 0.4 > 0.3", not "risk 0.4 \u003e 0.3".
 func TestReasonsAreNotHTMLEscaped(t *testing.T) {
-	nodes := []corev1.Node{makeNode("a", "reject", "risk 0.4 > 0.3 & rising")}
+	nodes := []corev1.Node{*fixtures.MakeNode().Name("a").Label("reject", "risk 0.4 > 0.3 & rising").Obj()}
 	f := newFixture(t, Options{Lookup: nodesLookup(nodes)})
 	for _, args := range []extenderv1.ExtenderArgs{fullArgs(nodes), nameArgs("a")} {
 		rec := f.post("/scheduler/predicates/label", args)
