@@ -9,16 +9,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +31,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/logging"
+	"github.com/kube-safe-scheduler/extender/internal/tlsreload"
 	"github.com/kube-safe-scheduler/extender/server"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
@@ -37,6 +42,11 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if len(os.Args) > 1 {
+		if cmd, ok := subcommands[os.Args[1]]; ok {
+			os.Exit(cmd(ctx, os.Args[2:], os.Stdout, os.Stderr))
+		}
+	}
 	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
 }
 
@@ -105,6 +115,8 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	cfg.declare(set, names)
 	var clusterCfg cluster.Config
 	clusterCfg.Declare(set)
+	tlsCfg := tlsreload.DefaultConfig()
+	tlsBound := set.Bind(&tlsCfg)
 	// Every compiled-in agent's settings are declared (so --help lists them all); only the
 	// selected agents' are validated and used.
 	type agentSettings struct {
@@ -124,7 +136,20 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 
+	if err := tlsCfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
+		return 2
+	}
 	log := cfg.log.New(stderr)
+	var tlsServer *tlsreload.Reloader
+	if tlsCfg.Enabled() {
+		r, err := tlsreload.New(tlsCfg, log.WithField("component", "tls"))
+		if err != nil {
+			fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
+			return 2
+		}
+		tlsServer = r
+	}
 
 	cluster.RouteKlog(log)
 	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-extender/"+version)
@@ -193,12 +218,21 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.listen, err)
 		return 1
 	}
+	mode := "plain HTTP"
+	if tlsServer != nil {
+		ln = tls.NewListener(ln, tlsServer.ServerConfig())
+		go tlsServer.Run(ctx)
+		mode = "HTTPS"
+		if tlsCfg.ClientCAFile != "" {
+			mode = "HTTPS, client certificates required"
+		}
+	}
 	if state != nil {
 		stopCluster := state.Start(ctx)
 		defer stopCluster()
 	}
 	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
-		"cluster": state != nil}).Info("extender serving")
+		"cluster": state != nil, "tls": mode}).Info("extender serving")
 	if err := server.Serve(ctx, ln, handler, log); err != nil {
 		log.Errorf("server stopped: %v", err)
 		return 1
@@ -226,4 +260,69 @@ func selectAgents(list string, compiled []string) ([]string, error) {
 		return nil, fmt.Errorf("no agent selected (compiled in: %s)", strings.Join(compiled, ", "))
 	}
 	return out, nil
+}
+
+// subcommands are the extender's other commands: extender <name> [flags] [arguments].
+var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"probe": probe,
+}
+
+// probe is an exec probe for distroless images (no shell, no curl): it GETs a URL of the
+// extender (http://127.0.0.1:5401/healthz) and exits 0 on 200, 1 otherwise. The kubelet's
+// httpGet probes are sent to the pod IP, which a listener on 127.0.0.1 does not serve; this one
+// runs inside the container.
+func probe(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("extender probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	caFile := fs.String("ca-file", "", "PEM CA bundle to verify an https server with (default: the system roots)")
+	certFile := fs.String("cert-file", "", "PEM client certificate to present (mutual TLS)")
+	keyFile := fs.String("key-file", "", "PEM key of --cert-file")
+	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: extender probe [flags] URL\n\nGETs URL and exits 0 when it answers 200 (an exec probe).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "extender probe: give exactly one URL, e.g. http://127.0.0.1:5401/healthz")
+		return 2
+	}
+	u, err := url.Parse(fs.Arg(0))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fmt.Fprintf(stderr, "extender probe: %q is not an http or https URL\n", fs.Arg(0))
+		return 2
+	}
+	transport := &http.Transport{DisableKeepAlives: true}
+	if u.Scheme == "https" || *caFile != "" || *certFile != "" || *keyFile != "" {
+		c, err := tlsreload.ClientConfig(*caFile, *certFile, *keyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "extender probe: %v\n", err)
+			return 2
+		}
+		transport.TLSClientConfig = c
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "extender probe: %v\n", err)
+		return 2
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "extender probe: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "extender probe: %s: %s %s\n", u, resp.Status, strings.TrimSpace(string(body)))
+		return 1
+	}
+	return 0
 }
