@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// TestSafeMTLSYAML: yamlfiles/extender.safe.mtls.yaml as shipped, its Secrets holding
+// certificates the test makes: the real kube-scheduler calls the extender over HTTPS with its
+// client certificate (enableHTTPS, tlsConfig) and places pods as the safe agent says; the
+// extender's exec probes pass over mutual TLS; a client without a certificate, with one of
+// another CA, or with one not named my-scheduler is refused.
+func TestSafeMTLSYAML(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "safe")
+	c, sa := startWithServiceAccount(t)
+	ca := harness.NewTestCA(t)
+	secrets := map[string]map[string][]byte{
+		"my-scheduler-extender-tls": ca.Secret(t, "extender", true),
+		"my-scheduler-client-tls":   ca.Secret(t, "my-scheduler", false),
+	}
+	c.CreateNode(t, harness.NodeSpec{Name: "risky", Annotations: riskyStats})
+	r := c.RunDeployment(t, loadDeployment(t, "extender.safe.mtls.yaml"), harness.RunOptions{Kubeconfig: sa, Secrets: secrets})
+	r.CheckProbes(t)
+	for _, want := range []string{"enableHTTPS: true", "urlPrefix: https://127.0.0.1:"} {
+		if !strings.Contains(string(r.Config), want) {
+			t.Fatalf("the scheduler's configuration lacks %q:\n%s", want, r.Config)
+		}
+	}
+
+	// The filter is reached: the pod stays pending with the agent's reason.
+	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "test-pod.yaml"), false)
+	e := c.WaitForEvent(t, "default", "test-pod", "FailedScheduling", "0/1 nodes are available", "cpu risk", "threshold 0.90")
+	t.Logf("over mutual TLS, test-pod on the risky node alone: %s", e.Message)
+	c.CreateNodes(t,
+		harness.NodeSpec{Name: "idle", Annotations: idleStats},
+		harness.NodeSpec{Name: "busy", Annotations: busyStats},
+	)
+	if n := c.WaitForBinding(t, "default", "test-pod"); n != "idle" {
+		t.Fatalf("test-pod went to %s, want idle", n)
+	}
+	for i := range 2 {
+		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), CPU: "100m", Memory: "64Mi"}, "idle",
+			"safe-overload and safe-balance prefer idle, over mutual TLS")
+	}
+
+	// Who is refused, at the handshake.
+	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", r.Extenders["safe"].Port)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM())
+	pair := func(secret map[string][]byte) []tls.Certificate {
+		p, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []tls.Certificate{p}
+	}
+	get := func(certs []tls.Certificate) error {
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}, DisableKeepAlives: true}}
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	if err := get(pair(secrets["my-scheduler-client-tls"])); err != nil {
+		t.Fatalf("the scheduler's client certificate is refused: %v", err)
+	}
+	for name, certs := range map[string][]tls.Certificate{
+		"no client certificate":         nil,
+		"a certificate of another CA":   pair(harness.NewTestCA(t).Secret(t, "my-scheduler", false)),
+		"a certificate not named so":    pair(ca.Secret(t, "intruder", false)),
+		"the extender's own (a server)": pair(secrets["my-scheduler-extender-tls"]),
+	} {
+		err := get(certs)
+		if err == nil || !strings.Contains(err.Error(), "tls:") {
+			t.Errorf("%s: error %v, want a TLS refusal", name, err)
+		} else {
+			t.Logf("%s: refused: %v", name, err)
+		}
+	}
+	if resp, err := http.Get(strings.Replace(url, "https", "http", 1)); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP is served")
+		}
+	}
+}
