@@ -31,6 +31,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/logging"
+	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
 	"github.com/kube-safe-scheduler/extender/internal/tlsreload"
 	"github.com/kube-safe-scheduler/extender/server"
 	"github.com/kube-safe-scheduler/extender/settings"
@@ -264,7 +265,79 @@ func selectAgents(list string, compiled []string) ([]string, error) {
 
 // subcommands are the extender's other commands: extender <name> [flags] [arguments].
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"probe": probe,
+	"probe":          probe,
+	"config":         generateConfig,
+	"convert-policy": convertPolicy,
+}
+
+// generateConfig prints the KubeSchedulerConfiguration (and with --sidecars the sidecar
+// containers) calling the agents named as the shipped yamlfiles do.
+func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("extender config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agentList := fs.String("agents", "", "comma-separated agents to call, in order ("+strings.Join(schedconfig.AgentNames(), ", ")+")")
+	var o schedconfig.Options
+	fs.BoolVar(&o.NodeCache, "node-cache", false, "nodeCacheCapable: the scheduler sends node names, the extender reads nodes from its cache (needs cluster access)")
+	fs.BoolVar(&o.HTTPS, "https", false, "call the extenders over mutual TLS, with the Secrets and paths of yamlfiles/extender.safe.mtls.yaml")
+	fs.BoolVar(&o.Sidecars, "sidecars", false, "also print the sidecar containers to add to the scheduler's pod")
+	fs.StringVar(&o.SchedulerName, "scheduler-name", "my-scheduler", "the profile's schedulerName")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: extender config --agents safe,congestion [flags]\n\nPrints a KubeSchedulerConfiguration whose extenders call the agents on the ports the shipped yamlfiles use.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "extender config: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	o.Agents = strings.Split(*agentList, ",")
+	out, err := schedconfig.Generate(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "extender config: --agents: %v\n", err)
+		return 2
+	}
+	stdout.Write(out)
+	return 0
+}
+
+// convertPolicy prints the v1 KubeSchedulerConfiguration equivalent of a legacy Policy file and
+// reports on stderr what has no v1 equivalent.
+func convertPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		fmt.Fprintf(stderr, "Usage: extender convert-policy <policy file, JSON or YAML, or - for stdin>\n\n"+
+			"Prints the kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration equivalent of a legacy Policy\n"+
+			"(removed in Kubernetes 1.23); what has no v1 equivalent is reported here, with the v1 plugins to use.\n")
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			return 0
+		}
+		return 2
+	}
+	var data []byte
+	var err error
+	if args[0] == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(args[0])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "extender convert-policy: %v\n", err)
+		return 1
+	}
+	out, notes, err := schedconfig.Convert(data)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "convert-policy: %s: %s\n", args[0], n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "extender convert-policy: %s: %v\n", args[0], err)
+		return 1
+	}
+	stdout.Write(out)
+	return 0
 }
 
 // probe is an exec probe for distroless images (no shell, no curl): it GETs a URL of the

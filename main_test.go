@@ -319,3 +319,40 @@ func TestProbeUsage(t *testing.T) {
 		t.Errorf("probe of a closed port: exit %d, want 1 (%s)", code, out.String())
 	}
 }
+
+// The config and convert-policy subcommands: output on stdout, notes and errors on stderr,
+// exit codes 0 (done), 1 (bad input), 2 (bad usage).
+func TestConfigSubcommands(t *testing.T) {
+	cases := []struct {
+		cmd       string
+		args      []string
+		code      int
+		stdout    string
+		stderr    string
+		noteCount int
+	}{
+		{"config", []string{"--agents", "safe,congestion", "--node-cache"}, 0, "urlPrefix: http://localhost:5402/scheduler", "", 0},
+		{"config", []string{"--agents", "safe", "--https", "--sidecars"}, 0, "TLS_CLIENT_CA_FILE", "", 0},
+		{"config", []string{"--agents", "oracle"}, 2, "", `--agents: unknown agent "oracle"`, 0},
+		{"config", []string{"--agents", "safe", "extra"}, 2, "", "unexpected argument", 0},
+		{"convert-policy", []string{"internal/schedconfig/testdata/tas-policy.json"}, 0, "enableHTTPS: true", "extenders[0].apiVersion is not a field", 1},
+		{"convert-policy", []string{"internal/schedconfig/testdata/classic-policy.yaml"}, 0, "hardPodAffinityWeight: 10", "predicate GeneralPredicates: use the plugin NodeResourcesFit", 15},
+		{"convert-policy", []string{"main.go"}, 1, "", "main.go:", 0},
+		{"convert-policy", []string{"/nonexistent/policy.json"}, 1, "", "no such file", 0},
+		{"convert-policy", nil, 2, "", "Usage: extender convert-policy", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.cmd+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			code := subcommands[tc.cmd](context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("exit %d, want %d\nstdout %s\nstderr %s", code, tc.code, stdout.String(), stderr.String())
+			}
+			if tc.noteCount > 0 {
+				if n := strings.Count(stderr.String(), "convert-policy: "+tc.args[0]+": "); n != tc.noteCount {
+					t.Errorf("%d notes, want %d:\n%s", n, tc.noteCount, stderr.String())
+				}
+			}
+		})
+	}
+}
