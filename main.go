@@ -80,6 +80,7 @@ type config struct {
 	agents       string
 	log          logging.Config
 	maxBodyBytes int64
+	decisions    int
 }
 
 func (c *config) declare(s *settings.Set, compiled []string) {
@@ -90,6 +91,8 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
+	s.Int(&c.decisions, "DECISIONS_KEPT", "decisions-kept", server.DefaultDecisionsKept, 0, 100000,
+		"how many of the last filter and prioritize decisions GET /debug/decisions shows (loopback or verified client certificates only); 0 turns it off")
 }
 
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
@@ -202,12 +205,13 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := server.New(agents, server.Options{
-		Version:      version,
-		MaxBodyBytes: cfg.maxBodyBytes,
-		Lookup:       view,
-		Ready:        ready,
-		Log:          log,
-		Registry:     reg,
+		Version:       version,
+		MaxBodyBytes:  cfg.maxBodyBytes,
+		DecisionsKept: cfg.decisions,
+		Lookup:        view,
+		Ready:         ready,
+		Log:           log,
+		Registry:      reg,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)

@@ -84,6 +84,7 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"unknown agent", nil, env("AGENTS", "oracle"), `agent "oracle" is not compiled into this binary`},
 		{"no agent", []string{"--agents", " , "}, env(), "no agent selected"},
 		{"body limit", nil, env("MAX_BODY_BYTES", "-1"), "invalid MAX_BODY_BYTES"},
+		{"decisions kept", nil, env("DECISIONS_KEPT", "-1"), "invalid DECISIONS_KEPT (or --decisions-kept)"},
 		// an agent's range, checked by its Config.Validate, named by variable and flag
 		{"agent range", nil, env("AGENTS", "safe", "SAFEUTILIZATION", "101"),
 			"agent safe:\ninvalid SAFEUTILIZATION (or --safe-utilization): 101 is out of range [0, 100]"},
@@ -284,7 +285,7 @@ func TestRunServesMutualTLS(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, path := range []string{"/readyz", "/metrics", "/version"} {
+	for _, path := range []string{"/readyz", "/metrics", "/version", "/debug/decisions"} {
 		if code, msg := probeURL(path, withCert...); code != 0 {
 			t.Errorf("probe %s with a client certificate: exit %d: %s", path, code, msg)
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -50,6 +51,33 @@ func TestSafeMTLSYAML(t *testing.T) {
 	for i := range 2 {
 		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), CPU: "100m", Memory: "64Mi"}, "idle",
 			"safe-overload and safe-balance prefer idle, over mutual TLS")
+	}
+
+	// The extender's own account of test-pod, read over mutual TLS: the filter rejected risky
+	// while it was alone, then passed idle.
+	status, body, err := r.Extenders["safe"].Get(t.Context(), "/debug/decisions?pod=default/test-pod")
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("/debug/decisions: status %d, error %v: %s", status, err, body)
+	}
+	var decisions struct {
+		Decisions []struct {
+			Function, Verb string
+			Nodes          []struct{ Node, Verdict, Reason string }
+		}
+	}
+	if err := json.Unmarshal(body, &decisions); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]string{}
+	for _, d := range decisions.Decisions {
+		for _, n := range d.Nodes {
+			if d.Verb == "filter" && d.Function == "safe-overload" {
+				verdicts[n.Node] += n.Verdict + " "
+			}
+		}
+	}
+	if !strings.Contains(verdicts["risky"], "fail") || !strings.Contains(verdicts["idle"], "pass") {
+		t.Errorf("/debug/decisions for test-pod: filter verdicts %v, want risky failed and idle passed:\n%s", verdicts, body)
 	}
 
 	// Who is refused, at the handshake.
