@@ -127,3 +127,90 @@ func TestSafeMTLSYAML(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeMTLSRotation: the extender's Secret is replaced the kubelet's way (new directory,
+// symlink swap) while the real kube-scheduler goes on placing pods through it: a broken new key
+// is logged and the previous certificate kept, a good new certificate is served within the
+// reload interval, and every pod lands where the agent says throughout.
+func TestSafeMTLSRotation(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "safe")
+	c, sa := startWithServiceAccount(t)
+	ca := harness.NewTestCA(t)
+	server := ca.Secret(t, "extender", true)
+	clientSecret := ca.Secret(t, "my-scheduler", false)
+	c.CreateNodes(t,
+		harness.NodeSpec{Name: "idle", Annotations: idleStats},
+		harness.NodeSpec{Name: "busy", Annotations: busyStats},
+	)
+	const reload = time.Second
+	r := c.RunDeployment(t, loadDeployment(t, "extender.safe.mtls.yaml"), harness.RunOptions{
+		Kubeconfig: sa,
+		Secrets:    map[string]map[string][]byte{"my-scheduler-extender-tls": server, "my-scheduler-client-tls": clientSecret},
+		Env:        map[string]map[string]string{"safe": {"TLS_RELOAD_INTERVAL": reload.String()}},
+	})
+	ext := r.Extenders["safe"]
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.CertPEM())
+	pair, err := tls.X509KeyPair(clientSecret["tls.crt"], clientSecret["tls.key"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// served returns the serial number of the certificate a new connection is served.
+	served := func() string {
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ext.Port), &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}})
+		if err != nil {
+			t.Fatalf("handshake with the extender: %v", err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	serialOf := func(secret map[string][]byte) string {
+		p, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, _ := x509.ParseCertificate(p.Certificate[0])
+		return leaf.SerialNumber.String()
+	}
+	pods := 0
+	schedulePod := func(why string) {
+		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", pods), CPU: "100m", Memory: "64Mi"}, "idle", why)
+		pods++
+	}
+	if got, want := served(), serialOf(server); got != want {
+		t.Fatalf("served serial %s, want the Secret's %s", got, want)
+	}
+	schedulePod("before any rotation")
+
+	// A broken update: the key of another certificate. Kept out, logged.
+	broken := ca.Secret(t, "extender", true)
+	broken["tls.key"] = ca.Secret(t, "extender", true)["tls.key"]
+	r.UpdateSecret(t, "my-scheduler-extender-tls", broken)
+	time.Sleep(3 * reload)
+	if got, want := served(), serialOf(server); got != want {
+		t.Fatalf("after a broken update: served serial %s, want the previous %s", got, want)
+	}
+	if !strings.Contains(ext.Tail(50), "keeping the previous certificate") {
+		t.Errorf("the broken update is not logged:\n%s", ext.Tail(50))
+	}
+	schedulePod("after a broken update")
+
+	// A good update: served within the reload interval (and a poll's slack), pods go on landing.
+	next := ca.Secret(t, "extender", true)
+	r.UpdateSecret(t, "my-scheduler-extender-tls", next)
+	swapped := time.Now()
+	for served() != serialOf(next) {
+		if time.Since(swapped) > reload+3*time.Second {
+			t.Fatalf("the new certificate is not served %s after the update (reload interval %s)", time.Since(swapped), reload)
+		}
+		schedulePod("during the rotation")
+	}
+	t.Logf("new certificate served %s after the Secret's update; %d pods placed so far", time.Since(swapped).Round(time.Millisecond), pods)
+	for range 3 {
+		schedulePod("after the rotation")
+	}
+	if !strings.Contains(ext.Tail(50), "TLS certificate reloaded") {
+		t.Errorf("the reload is not logged:\n%s", ext.Tail(50))
+	}
+}

@@ -310,9 +310,11 @@ type RunningDeployment struct {
 	Config []byte
 	// secretDirs maps each Secret volume of the pod to the directory holding its files.
 	secretDirs map[string]string
+	generation int
 }
 
-// writeSecrets writes the data of every Secret volume of the pod into a directory under dir.
+// writeSecrets writes the data of every Secret volume of the pod into a directory under dir,
+// laid out as the kubelet does (see writeVolume).
 func (r *RunningDeployment) writeSecrets(dir string, secrets map[string]map[string][]byte) error {
 	for _, v := range r.Deployment.Deployment.Spec.Template.Spec.Volumes {
 		if v.Secret == nil {
@@ -326,30 +328,73 @@ func (r *RunningDeployment) writeSecrets(dir string, secrets map[string]map[stri
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			return err
 		}
-		files := map[string]string{} // path in the volume -> key
-		for k := range data {
-			files[k] = k
-		}
-		if len(v.Secret.Items) > 0 {
-			files = map[string]string{}
-			for _, it := range v.Secret.Items {
-				if _, ok := data[it.Key]; !ok {
-					return fmt.Errorf("volume %s: Secret %s has no key %s", v.Name, v.Secret.SecretName, it.Key)
-				}
-				files[it.Path] = it.Key
-			}
-		}
-		for path, key := range files {
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(local, path)), 0o700); err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(local, path), data[key], 0o600); err != nil {
-				return err
-			}
-		}
 		r.secretDirs[v.Name] = local
+		if err := r.writeVolume(v, data); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// UpdateSecret replaces the data of Secret name in every volume that mounts it, as the kubelet
+// does when the Secret changes: the new files go to a new directory, then one symlink swap
+// (..data) makes them visible at once.
+func (r *RunningDeployment) UpdateSecret(t T, name string, data map[string][]byte) {
+	t.Helper()
+	found := false
+	for _, v := range r.Deployment.Deployment.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == name {
+			found = true
+			if err := r.writeVolume(v, data); err != nil {
+				t.Fatalf("updating Secret %s: %v", name, err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no volume of %s mounts Secret %s", r.Source, name)
+	}
+}
+
+// writeVolume writes a Secret volume's files the kubelet's way: into a new directory
+// ..<generation>, then the symlink ..data is swapped to it, and each file is a symlink through
+// ..data.
+func (r *RunningDeployment) writeVolume(v corev1.Volume, data map[string][]byte) error {
+	local := r.secretDirs[v.Name]
+	files := map[string]string{} // path in the volume -> key
+	for k := range data {
+		files[k] = k
+	}
+	if len(v.Secret.Items) > 0 {
+		files = map[string]string{}
+		for _, it := range v.Secret.Items {
+			if _, ok := data[it.Key]; !ok {
+				return fmt.Errorf("volume %s: Secret %s has no key %s", v.Name, v.Secret.SecretName, it.Key)
+			}
+			files[it.Path] = it.Key
+		}
+	}
+	r.generation++
+	gen := fmt.Sprintf("..%d", r.generation)
+	for path, key := range files {
+		p := filepath.Join(local, gen, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data[key], 0o600); err != nil {
+			return err
+		}
+		top := strings.SplitN(path, "/", 2)[0]
+		if _, err := os.Lstat(filepath.Join(local, top)); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", top), filepath.Join(local, top)); err != nil {
+				return err
+			}
+		}
+	}
+	tmp := filepath.Join(local, "..data_tmp")
+	if err := os.Symlink(gen, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(local, "..data"))
 }
 
 // localPath returns where the harness keeps the file that container c sees at p when p lies
