@@ -110,7 +110,11 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: extender [flags]\n\nServes the kube-scheduler extender protocol for the agents compiled in: %s.\n"+
-			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\nFlags:\n",
+			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\n"+
+			"Other commands (each with -h):\n"+
+			"  extender probe URL                      exec probe: exit 0 when URL answers 200\n"+
+			"  extender config --agents safe,...       print a KubeSchedulerConfiguration calling the agents\n"+
+			"  extender convert-policy FILE            convert a legacy Policy to KubeSchedulerConfiguration v1\n\nFlags:\n",
 			strings.Join(names, ", "))
 		fs.PrintDefaults()
 	}
