@@ -9,16 +9,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +31,8 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/logging"
+	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
+	"github.com/kube-safe-scheduler/extender/internal/tlsreload"
 	"github.com/kube-safe-scheduler/extender/server"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
@@ -37,6 +43,11 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if len(os.Args) > 1 {
+		if cmd, ok := subcommands[os.Args[1]]; ok {
+			os.Exit(cmd(ctx, os.Args[2:], os.Stdout, os.Stderr))
+		}
+	}
 	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
 }
 
@@ -69,6 +80,7 @@ type config struct {
 	agents       string
 	log          logging.Config
 	maxBodyBytes int64
+	decisions    int
 }
 
 func (c *config) declare(s *settings.Set, compiled []string) {
@@ -79,6 +91,8 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
+	s.Int(&c.decisions, "DECISIONS_KEPT", "decisions-kept", server.DefaultDecisionsKept, 0, 100000,
+		"how many of the last filter and prioritize decisions GET /debug/decisions shows (loopback or verified client certificates only); 0 turns it off")
 }
 
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
@@ -96,7 +110,11 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: extender [flags]\n\nServes the kube-scheduler extender protocol for the agents compiled in: %s.\n"+
-			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\nFlags:\n",
+			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\n"+
+			"Other commands (each with -h):\n"+
+			"  extender probe URL                      exec probe: exit 0 when URL answers 200\n"+
+			"  extender config --agents safe,...       print a KubeSchedulerConfiguration calling the agents\n"+
+			"  extender convert-policy FILE            convert a legacy Policy to KubeSchedulerConfiguration v1\n\nFlags:\n",
 			strings.Join(names, ", "))
 		fs.PrintDefaults()
 	}
@@ -105,6 +123,8 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	cfg.declare(set, names)
 	var clusterCfg cluster.Config
 	clusterCfg.Declare(set)
+	tlsCfg := tlsreload.DefaultConfig()
+	tlsBound := set.Bind(&tlsCfg)
 	// Every compiled-in agent's settings are declared (so --help lists them all); only the
 	// selected agents' are validated and used.
 	type agentSettings struct {
@@ -124,7 +144,20 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 
+	if err := tlsCfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
+		return 2
+	}
 	log := cfg.log.New(stderr)
+	var tlsServer *tlsreload.Reloader
+	if tlsCfg.Enabled() {
+		r, err := tlsreload.New(tlsCfg, log.WithField("component", "tls"))
+		if err != nil {
+			fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
+			return 2
+		}
+		tlsServer = r
+	}
 
 	cluster.RouteKlog(log)
 	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-extender/"+version)
@@ -176,12 +209,13 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := server.New(agents, server.Options{
-		Version:      version,
-		MaxBodyBytes: cfg.maxBodyBytes,
-		Lookup:       view,
-		Ready:        ready,
-		Log:          log,
-		Registry:     reg,
+		Version:       version,
+		MaxBodyBytes:  cfg.maxBodyBytes,
+		DecisionsKept: cfg.decisions,
+		Lookup:        view,
+		Ready:         ready,
+		Log:           log,
+		Registry:      reg,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
@@ -193,12 +227,21 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.listen, err)
 		return 1
 	}
+	mode := "plain HTTP"
+	if tlsServer != nil {
+		ln = tls.NewListener(ln, tlsServer.ServerConfig())
+		go tlsServer.Run(ctx)
+		mode = "HTTPS"
+		if tlsCfg.ClientCAFile != "" {
+			mode = "HTTPS, client certificates required"
+		}
+	}
 	if state != nil {
 		stopCluster := state.Start(ctx)
 		defer stopCluster()
 	}
 	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
-		"cluster": state != nil}).Info("extender serving")
+		"cluster": state != nil, "tls": mode}).Info("extender serving")
 	if err := server.Serve(ctx, ln, handler, log); err != nil {
 		log.Errorf("server stopped: %v", err)
 		return 1
@@ -226,4 +269,141 @@ func selectAgents(list string, compiled []string) ([]string, error) {
 		return nil, fmt.Errorf("no agent selected (compiled in: %s)", strings.Join(compiled, ", "))
 	}
 	return out, nil
+}
+
+// subcommands are the extender's other commands: extender <name> [flags] [arguments].
+var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
+	"probe":          probe,
+	"config":         generateConfig,
+	"convert-policy": convertPolicy,
+}
+
+// generateConfig prints the KubeSchedulerConfiguration (and with --sidecars the sidecar
+// containers) calling the agents named as the shipped yamlfiles do.
+func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("extender config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agentList := fs.String("agents", "", "comma-separated agents to call, in order ("+strings.Join(schedconfig.AgentNames(), ", ")+")")
+	var o schedconfig.Options
+	fs.BoolVar(&o.NodeCache, "node-cache", false, "nodeCacheCapable: the scheduler sends node names, the extender reads nodes from its cache (needs cluster access)")
+	fs.BoolVar(&o.HTTPS, "https", false, "call the extenders over mutual TLS, with the Secrets and paths of yamlfiles/extender.safe.mtls.yaml")
+	fs.BoolVar(&o.Sidecars, "sidecars", false, "also print the sidecar containers to add to the scheduler's pod")
+	fs.StringVar(&o.SchedulerName, "scheduler-name", "my-scheduler", "the profile's schedulerName")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: extender config --agents safe,congestion [flags]\n\nPrints a KubeSchedulerConfiguration whose extenders call the agents on the ports the shipped yamlfiles use.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "extender config: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	o.Agents = strings.Split(*agentList, ",")
+	out, err := schedconfig.Generate(o)
+	if err != nil {
+		fmt.Fprintf(stderr, "extender config: --agents: %v\n", err)
+		return 2
+	}
+	stdout.Write(out)
+	return 0
+}
+
+// convertPolicy prints the v1 KubeSchedulerConfiguration equivalent of a legacy Policy file and
+// reports on stderr what has no v1 equivalent.
+func convertPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		fmt.Fprintf(stderr, "Usage: extender convert-policy <policy file, JSON or YAML, or - for stdin>\n\n"+
+			"Prints the kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration equivalent of a legacy Policy\n"+
+			"(removed in Kubernetes 1.23); what has no v1 equivalent is reported here, with the v1 plugins to use.\n")
+		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			return 0
+		}
+		return 2
+	}
+	var data []byte
+	var err error
+	if args[0] == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(args[0])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "extender convert-policy: %v\n", err)
+		return 1
+	}
+	out, notes, err := schedconfig.Convert(data)
+	for _, n := range notes {
+		fmt.Fprintf(stderr, "convert-policy: %s: %s\n", args[0], n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "extender convert-policy: %s: %v\n", args[0], err)
+		return 1
+	}
+	stdout.Write(out)
+	return 0
+}
+
+// probe is an exec probe for distroless images (no shell, no curl): it GETs a URL of the
+// extender (http://127.0.0.1:5401/healthz) and exits 0 on 200, 1 otherwise. The kubelet's
+// httpGet probes are sent to the pod IP, which a listener on 127.0.0.1 does not serve; this one
+// runs inside the container.
+func probe(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("extender probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	caFile := fs.String("ca-file", "", "PEM CA bundle to verify an https server with (default: the system roots)")
+	certFile := fs.String("cert-file", "", "PEM client certificate to present (mutual TLS)")
+	keyFile := fs.String("key-file", "", "PEM key of --cert-file")
+	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: extender probe [flags] URL\n\nGETs URL and exits 0 when it answers 200 (an exec probe).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "extender probe: give exactly one URL, e.g. http://127.0.0.1:5401/healthz")
+		return 2
+	}
+	u, err := url.Parse(fs.Arg(0))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fmt.Fprintf(stderr, "extender probe: %q is not an http or https URL\n", fs.Arg(0))
+		return 2
+	}
+	transport := &http.Transport{DisableKeepAlives: true}
+	if u.Scheme == "https" || *caFile != "" || *certFile != "" || *keyFile != "" {
+		c, err := tlsreload.ClientConfig(*caFile, *certFile, *keyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "extender probe: %v\n", err)
+			return 2
+		}
+		transport.TLSClientConfig = c
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "extender probe: %v\n", err)
+		return 2
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "extender probe: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "extender probe: %s: %s %s\n", u, resp.Status, strings.TrimSpace(string(body)))
+		return 1
+	}
+	return 0
 }

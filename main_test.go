@@ -3,10 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -75,12 +84,19 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"unknown agent", nil, env("AGENTS", "oracle"), `agent "oracle" is not compiled into this binary`},
 		{"no agent", []string{"--agents", " , "}, env(), "no agent selected"},
 		{"body limit", nil, env("MAX_BODY_BYTES", "-1"), "invalid MAX_BODY_BYTES"},
+		{"decisions kept", nil, env("DECISIONS_KEPT", "-1"), "invalid DECISIONS_KEPT (or --decisions-kept)"},
 		// an agent's range, checked by its Config.Validate, named by variable and flag
 		{"agent range", nil, env("AGENTS", "safe", "SAFEUTILIZATION", "101"),
 			"agent safe:\ninvalid SAFEUTILIZATION (or --safe-utilization): 101 is out of range [0, 100]"},
 		{"agent value", nil, env("AGENTS", "congestion", "CONGESTION_FACTOR_MAX", "many"),
 			`invalid CONGESTION_FACTOR_MAX (or --congestion-factor-max): "many" is not an integer`},
 		{"unknown flag", []string{"--frobnicate"}, env(), "flag provided but not defined"},
+		{"tls key without certificate", nil, env("TLS_KEY_FILE", "/etc/tls/tls.key"),
+			"invalid TLS_KEY_FILE (or --tls-key-file): a key without a certificate"},
+		{"tls min version", nil, env("TLS_MIN_VERSION", "1.1"), `invalid TLS_MIN_VERSION (or --tls-min-version): "1.1" is not one of 1.2, 1.3`},
+		{"tls unreadable certificate", []string{"--tls-cert-file", "/nonexistent/tls.crt", "--tls-key-file", "/nonexistent/tls.key"}, env(),
+			"invalid TLS_CERT_FILE (or --tls-cert-file): cannot read the certificate"},
+		{"tls allowed clients without CA", nil, env("TLS_ALLOWED_CLIENTS", "my-scheduler"), "invalid TLS_ALLOWED_CLIENTS (or --tls-allowed-clients)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,6 +197,162 @@ func TestConfigsRoundTripThroughJSON(t *testing.T) {
 			}
 			if err := def.Validate(); err != nil {
 				t.Errorf("defaults do not validate: %v", err)
+			}
+		})
+	}
+}
+
+// writePKI writes into dir a CA (ca.crt), a server certificate for 127.0.0.1 (server.crt,
+// server.key) and a client certificate named my-scheduler (client.crt, client.key).
+func writePKI(t *testing.T, dir string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	save := func(name, typ string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("ca.crt", "CERTIFICATE", caDER)
+	for i, name := range []string{"server", "client"} {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: "my-scheduler"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		if name == "server" {
+			tmpl.Subject.CommonName = "extender"
+			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, _ := x509.MarshalECPrivateKey(key)
+		save(name+".crt", "CERTIFICATE", der)
+		save(name+".key", "EC PRIVATE KEY", kder)
+	}
+}
+
+// With TLS_CERT_FILE, TLS_KEY_FILE and TLS_CLIENT_CA_FILE the extender serves only clients with
+// a certificate of that CA, /healthz and /metrics included; the probe subcommand checks it from
+// inside the container.
+func TestRunServesMutualTLS(t *testing.T) {
+	requireAgents(t)
+	dir := t.TempDir()
+	writePKI(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr}, env("TLS_CERT_FILE", filepath.Join(dir, "server.crt"),
+			"TLS_KEY_FILE", filepath.Join(dir, "server.key"), "TLS_CLIENT_CA_FILE", filepath.Join(dir, "ca.crt"),
+			"TLS_ALLOWED_CLIENTS", "my-scheduler"), &out)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("exit code %d; log %s", code, out.String())
+		}
+	}()
+	withCert := []string{"--ca-file", filepath.Join(dir, "ca.crt"), "--cert-file", filepath.Join(dir, "client.crt"), "--key-file", filepath.Join(dir, "client.key")}
+	probeURL := func(path string, flags ...string) (int, string) {
+		var perr syncBuffer
+		code := probe(context.Background(), append(flags, "https://"+addr+path), io.Discard, &perr)
+		return code, perr.String()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, msg := probeURL("/healthz", withCert...)
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe with a client certificate: exit %d: %s; log %s", code, msg, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, path := range []string{"/readyz", "/metrics", "/version", "/debug/decisions"} {
+		if code, msg := probeURL(path, withCert...); code != 0 {
+			t.Errorf("probe %s with a client certificate: exit %d: %s", path, code, msg)
+		}
+	}
+	if code, msg := probeURL("/healthz", "--ca-file", filepath.Join(dir, "ca.crt")); code != 1 || !strings.Contains(msg, "certificate") {
+		t.Errorf("probe without a client certificate: exit %d, %q; want 1 and a certificate error", code, msg)
+	}
+	if code, msg := probeURL("/healthz"); code != 1 || !strings.Contains(msg, "certificate") {
+		t.Errorf("probe not trusting the server's CA: exit %d, %q; want 1 and a certificate error", code, msg)
+	}
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP served /healthz on the TLS listener")
+		}
+	}
+	if !strings.Contains(out.String(), "client certificates required") {
+		t.Errorf("the start line does not say the server requires client certificates: %s", out.String())
+	}
+}
+
+func TestProbeUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"ftp://x/healthz"}, {"a", "b"}, {"--cert-file", "c.crt", "https://127.0.0.1:1/healthz"}} {
+		var out syncBuffer
+		if code := probe(context.Background(), args, io.Discard, &out); code != 2 || out.String() == "" {
+			t.Errorf("probe %q: exit %d, message %q; want 2 and a message", args, code, out.String())
+		}
+	}
+	// A closed port: the probe fails (1), it does not misreport a usage error.
+	var out syncBuffer
+	if code := probe(context.Background(), []string{"http://127.0.0.1:1/healthz"}, io.Discard, &out); code != 1 {
+		t.Errorf("probe of a closed port: exit %d, want 1 (%s)", code, out.String())
+	}
+}
+
+// The config and convert-policy subcommands: output on stdout, notes and errors on stderr,
+// exit codes 0 (done), 1 (bad input), 2 (bad usage).
+func TestConfigSubcommands(t *testing.T) {
+	cases := []struct {
+		cmd       string
+		args      []string
+		code      int
+		stdout    string
+		stderr    string
+		noteCount int
+	}{
+		{"config", []string{"--agents", "safe,congestion", "--node-cache"}, 0, "urlPrefix: http://localhost:5402/scheduler", "", 0},
+		{"config", []string{"--agents", "safe", "--https", "--sidecars"}, 0, "TLS_CLIENT_CA_FILE", "", 0},
+		{"config", []string{"--agents", "oracle"}, 2, "", `--agents: unknown agent "oracle"`, 0},
+		{"config", []string{"--agents", "safe", "extra"}, 2, "", "unexpected argument", 0},
+		{"convert-policy", []string{"internal/schedconfig/testdata/tas-policy.json"}, 0, "enableHTTPS: true", "extenders[0].apiVersion is not a field", 1},
+		{"convert-policy", []string{"internal/schedconfig/testdata/classic-policy.yaml"}, 0, "hardPodAffinityWeight: 10", "predicate GeneralPredicates: use the plugin NodeResourcesFit", 15},
+		{"convert-policy", []string{"main.go"}, 1, "", "main.go:", 0},
+		{"convert-policy", []string{"/nonexistent/policy.json"}, 1, "", "no such file", 0},
+		{"convert-policy", nil, 2, "", "Usage: extender convert-policy", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.cmd+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			code := subcommands[tc.cmd](context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("exit %d, want %d\nstdout %s\nstderr %s", code, tc.code, stdout.String(), stderr.String())
+			}
+			if tc.noteCount > 0 {
+				if n := strings.Count(stderr.String(), "convert-policy: "+tc.args[0]+": "); n != tc.noteCount {
+					t.Errorf("%d notes, want %d:\n%s", n, tc.noteCount, stderr.String())
+				}
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -39,6 +40,7 @@ var extenderFiles = map[string][]string{
 	"extender.template.yaml":        {"template"},
 	"extender.safe.congestion.yaml": {"safe", "congestion"},
 	"extender.safe.pigeon.yaml":     {"safe", "pigeon"},
+	"extender.safe.mtls.yaml":       {"safe"},
 }
 
 // TestExtenderFilesShape checks what the deployment files promise beyond validation: every
@@ -103,6 +105,10 @@ func TestExtenderFilesShape(t *testing.T) {
 				}
 				if len(tags) != 1 || tags[0] != sc.Name {
 					t.Errorf("sidecar %s runs image %s built with tags %v; want the image of agent %s", sc.Name, sc.Image, tags, sc.Name)
+				}
+				// Loopback only: the scheduler shares the pod's network namespace.
+				if v, _ := harness.EnvValue(sc, "HTTP_PORT"); !strings.HasPrefix(v, "127.0.0.1:") {
+					t.Errorf("sidecar %s listens on HTTP_PORT %q, want 127.0.0.1:<port>", sc.Name, v)
 				}
 				served = append(served, sc.Name)
 				routes[strconv.Itoa(port)] = agentRoutes(t)[sc.Name]

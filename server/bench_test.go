@@ -60,3 +60,55 @@ func BenchmarkHandler(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecisions measures what keeping decisions for /debug/decisions adds to a request
+// (kept=1000, the extender's default) against none kept (kept=0), on 500 nodes, the usual size
+// of a call at 5000 nodes; and what reading them costs.
+func BenchmarkDecisions(b *testing.B) {
+	const n = 500
+	nodes := make([]corev1.Node, n)
+	names := make([]string, n)
+	for i := range nodes {
+		nodes[i] = fixtures.Node(i, nil)
+		names[i] = nodes[i].Name
+	}
+	pod := fixtures.Pod("p", "500m", "1Gi")
+	named, _ := json.Marshal(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	for _, kept := range []int{0, DefaultDecisionsKept} {
+		h, err := New([]framework.Agent{testAgent{}}, Options{Lookup: nodesLookup(nodes), Log: log, Registry: prometheus.NewRegistry(), DecisionsKept: kept})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, verb := range []string{"predicates", "priorities"} {
+			b.Run(fmt.Sprintf("%s/names/nodes=%d/kept=%d", verb, n, kept), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					req := httptest.NewRequest(http.MethodPost, "/scheduler/"+verb+"/label", bytes.NewReader(named))
+					req.Header.Set("Content-Type", "application/json")
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Fatalf("status %d: %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		}
+		if kept == 0 {
+			continue
+		}
+		b.Run(fmt.Sprintf("read/pod/kept=%d", kept), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, "/debug/decisions?pod=default/p&limit=10", nil)
+				req.RemoteAddr = "127.0.0.1:1"
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}

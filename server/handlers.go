@@ -122,6 +122,7 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 			// the pod's cycle, or skips this extender when it is ignorable.
 			msg := "filter failed: " + err.Error()
 			noteResultError(w, msg)
+			s.keepDecision(w, decision{err: msg})
 			writeJSON(w, &extenderv1.ExtenderFilterResult{Error: msg})
 			return
 		}
@@ -131,6 +132,7 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 			return
 		}
 		res, pass := filterResult(c, verdicts, index)
+		s.keepDecision(w, decision{names: c.names, index: index, verdicts: verdicts})
 		var kept []jsoniter.RawMessage
 		if c.raw != nil {
 			kept = make([]jsoniter.RawMessage, 0, len(pass))
@@ -198,6 +200,7 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 		scores, err := fn(req.Context(), pod, nodes)
 		if err != nil {
 			// A HostPriorityList has no error field: the error must be a status.
+			s.keepDecision(w, decision{err: "prioritizer failed: " + err.Error()})
 			writeError(w, http.StatusInternalServerError, "prioritizer failed: "+err.Error())
 			return
 		}
@@ -214,6 +217,7 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 		for k, score := range scores {
 			list[position(index, k)].Score = clampScore(score)
 		}
+		s.keepDecision(w, decision{names: c.names, index: index, scores: scores})
 		writeAnswer(w, func(buf *bytes.Buffer) error { appendPriorities(buf, list); return nil })
 	})
 }

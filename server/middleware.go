@@ -31,6 +31,8 @@ type recorder struct {
 	pod    string
 	nodes  int
 	err    string
+	// decision is what the handler decided, when decisions are kept.
+	decision *decision
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -66,6 +68,10 @@ func (s *srv) instrument(agent, function, verb string, next http.Handler) http.H
 			rec.status = http.StatusOK
 		}
 		obs.observe(rec.status, rec.err != "", elapsed)
+		if d := rec.decision; d != nil {
+			d.time, d.pod, d.agent, d.function, d.verb = start, rec.pod, agent, function, verb
+			s.decisions.add(*d)
+		}
 
 		switch {
 		case rec.status >= 500:

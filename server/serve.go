@@ -54,6 +54,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *logrus.Log
 }
 
 // newStdLogger routes net/http's own messages (TLS handshakes, header errors) to log at warning.
+// Those messages start with "http: " already.
 func newStdLogger(log *logrus.Logger) *stdlog.Logger {
-	return stdlog.New(log.WriterLevel(logrus.WarnLevel), "http: ", 0)
+	return stdlog.New(log.WriterLevel(logrus.WarnLevel), "", 0)
 }

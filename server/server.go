@@ -9,6 +9,7 @@
 //	POST /scheduler/bind                    ExtenderBindingArgs -> ExtenderBindingResult (not supported)
 //	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (echo)
 //	GET  /version (the version, the agents and each agent's routes), /healthz, /readyz, /metrics
+//	GET  /debug/decisions[?pod=<ns>/<name>]  the last decisions (Options.DecisionsKept)
 package server
 
 import (
@@ -43,6 +44,10 @@ type Options struct {
 	Log *logrus.Logger
 	// Registry receives the extender's metrics and is served at /metrics. Nil: a new registry.
 	Registry *prometheus.Registry
+	// DecisionsKept is how many of the last filter and prioritize decisions GET
+	// /debug/decisions shows (over loopback or to a verified client certificate only); zero
+	// keeps none and does not serve the route.
+	DecisionsKept int
 }
 
 // New returns the handler that serves agents. It fails when two functions of the same kind share
@@ -62,6 +67,9 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	s := &srv{opts: opts, metrics: m}
+	if opts.DecisionsKept > 0 {
+		s.decisions = newDecisionLog(opts.DecisionsKept)
+	}
 
 	r := mux.NewRouter()
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -114,6 +122,9 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 		writeText(w, http.StatusOK, "ok\n")
 	}).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	if s.decisions != nil {
+		r.HandleFunc("/debug/decisions", s.serveDecisions).Methods(http.MethodGet)
+	}
 
 	// The outermost layer turns a panic anywhere below, routing included, into a 500.
 	return recoverPanics(opts.Log, r), nil
@@ -136,4 +147,6 @@ func claim(seen map[string]string, kind, agent, name string, nilFunc bool) error
 type srv struct {
 	opts    Options
 	metrics *metrics
+	// decisions keeps the last decisions; nil when Options.DecisionsKept is zero.
+	decisions *decisionLog
 }

@@ -2,13 +2,17 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -22,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // ReadObjects decodes every object of a multi-document YAML (or JSON) stream, skipping empty
@@ -222,16 +227,20 @@ func EnvValue(c corev1.Container, name string) (string, bool) {
 	return "", false
 }
 
-// SidecarPort returns the port an extender sidecar serves on: its HTTP_PORT, which must be a
-// plain port number and one of its containerPorts.
+// SidecarPort returns the port an extender sidecar serves on: its HTTP_PORT, a port number or
+// host:port (127.0.0.1:5401), whose port must be one of its containerPorts.
 func SidecarPort(c corev1.Container) (int, error) {
 	v, ok := EnvValue(c, "HTTP_PORT")
 	if !ok {
 		return 0, fmt.Errorf("container %s: no HTTP_PORT value", c.Name)
 	}
-	port, err := strconv.Atoi(v)
+	p := v
+	if _, hp, err := net.SplitHostPort(v); err == nil {
+		p = hp
+	}
+	port, err := strconv.Atoi(p)
 	if err != nil {
-		return 0, fmt.Errorf("container %s: HTTP_PORT %q is not a port number", c.Name, v)
+		return 0, fmt.Errorf("container %s: HTTP_PORT %q is neither a port number nor host:port", c.Name, v)
 	}
 	for _, p := range c.Ports {
 		if int(p.ContainerPort) == port {
@@ -278,6 +287,12 @@ type RunOptions struct {
 	Skip []string
 	// SchedulerArgs are appended to the scheduler container's own flags.
 	SchedulerArgs []string
+	// Secrets hold the data of the Secrets the pod mounts (Secret name -> key -> content), as
+	// the API server would give them: the harness writes each mounted Secret's keys into a
+	// directory of its own and points the paths under the mount the containers are given
+	// (env values, arguments, exec probe commands, the scheduler configuration's tlsConfig
+	// files) there. A mounted Secret missing here is an error.
+	Secrets map[string]map[string][]byte
 }
 
 // RunningDeployment is a deployment file running as local processes.
@@ -290,8 +305,206 @@ type RunningDeployment struct {
 	// for it.
 	Ports map[int]int
 	// Config is the KubeSchedulerConfiguration the scheduler runs: the file's, with extender
-	// URLs pointed at the local ports (and its kubeconfig path set).
+	// URLs pointed at the local ports, tlsConfig files at the local copies of the Secrets (and
+	// its kubeconfig path set).
 	Config []byte
+	// secretDirs maps each Secret volume of the pod to the directory holding its files.
+	secretDirs map[string]string
+	generation int
+}
+
+// writeSecrets writes the data of every Secret volume of the pod into a directory under dir,
+// laid out as the kubelet does (see writeVolume).
+func (r *RunningDeployment) writeSecrets(dir string, secrets map[string]map[string][]byte) error {
+	for _, v := range r.Deployment.Deployment.Spec.Template.Spec.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		data, ok := secrets[v.Secret.SecretName]
+		if !ok {
+			return fmt.Errorf("volume %s: Secret %s: give its data in RunOptions.Secrets", v.Name, v.Secret.SecretName)
+		}
+		local := filepath.Join(dir, v.Name)
+		if err := os.MkdirAll(local, 0o700); err != nil {
+			return err
+		}
+		r.secretDirs[v.Name] = local
+		if err := r.writeVolume(v, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpdateSecret replaces the data of Secret name in every volume that mounts it, as the kubelet
+// does when the Secret changes: the new files go to a new directory, then one symlink swap
+// (..data) makes them visible at once.
+func (r *RunningDeployment) UpdateSecret(t T, name string, data map[string][]byte) {
+	t.Helper()
+	found := false
+	for _, v := range r.Deployment.Deployment.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == name {
+			found = true
+			if err := r.writeVolume(v, data); err != nil {
+				t.Fatalf("updating Secret %s: %v", name, err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no volume of %s mounts Secret %s", r.Source, name)
+	}
+}
+
+// writeVolume writes a Secret volume's files the kubelet's way: into a new directory
+// ..<generation>, then the symlink ..data is swapped to it, and each file is a symlink through
+// ..data.
+func (r *RunningDeployment) writeVolume(v corev1.Volume, data map[string][]byte) error {
+	local := r.secretDirs[v.Name]
+	files := map[string]string{} // path in the volume -> key
+	for k := range data {
+		files[k] = k
+	}
+	if len(v.Secret.Items) > 0 {
+		files = map[string]string{}
+		for _, it := range v.Secret.Items {
+			if _, ok := data[it.Key]; !ok {
+				return fmt.Errorf("volume %s: Secret %s has no key %s", v.Name, v.Secret.SecretName, it.Key)
+			}
+			files[it.Path] = it.Key
+		}
+	}
+	r.generation++
+	gen := fmt.Sprintf("..%d", r.generation)
+	for path, key := range files {
+		p := filepath.Join(local, gen, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data[key], 0o600); err != nil {
+			return err
+		}
+		top := strings.SplitN(path, "/", 2)[0]
+		if _, err := os.Lstat(filepath.Join(local, top)); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", top), filepath.Join(local, top)); err != nil {
+				return err
+			}
+		}
+	}
+	tmp := filepath.Join(local, "..data_tmp")
+	if err := os.Symlink(gen, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(local, "..data"))
+}
+
+// localPath returns where the harness keeps the file that container c sees at p when p lies
+// under one of its Secret mounts, and p unchanged otherwise.
+func (r *RunningDeployment) localPath(c corev1.Container, p string) string {
+	for _, m := range c.VolumeMounts {
+		local, ok := r.secretDirs[m.Name]
+		if !ok {
+			continue
+		}
+		mount := strings.TrimSuffix(m.MountPath, "/")
+		if rel, ok := strings.CutPrefix(p, mount+"/"); ok {
+			return filepath.Join(local, m.SubPath, rel)
+		}
+		if p == mount {
+			return filepath.Join(local, m.SubPath)
+		}
+	}
+	return p
+}
+
+// localArg maps a command-line argument of container c: a URL of the pod's own address to the
+// local port standing in for its port, a file path (alone or as --flag=path) under a Secret
+// mount to the local copy.
+func (r *RunningDeployment) localArg(c corev1.Container, a string) string {
+	if u, err := url.Parse(a); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		if h := u.Hostname(); h == "localhost" || h == "127.0.0.1" {
+			if port, err := strconv.Atoi(u.Port()); err == nil {
+				if local, ok := r.Ports[port]; ok {
+					u.Host = "127.0.0.1:" + strconv.Itoa(local)
+					return u.String()
+				}
+			}
+		}
+		return a
+	}
+	if name, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+		return name + "=" + r.localPath(c, value)
+	}
+	return r.localPath(c, a)
+}
+
+// extenderProbe is an exec probe that runs the extender's own probe subcommand
+// (/extender probe [flags] URL), with its arguments mapped to the local ports and files.
+type extenderProbe struct {
+	args []string // after "probe", mapped
+	url  *url.URL // mapped
+}
+
+func (r *RunningDeployment) probeCommand(c corev1.Container, p *corev1.Probe) (*extenderProbe, error) {
+	cmd := p.Exec.Command
+	if len(cmd) < 3 || cmd[0] != "/extender" || cmd[1] != "probe" {
+		return nil, fmt.Errorf("exec probe %q: the harness runs only the extender's probe subcommand (/extender probe [flags] URL)", cmd)
+	}
+	pc := &extenderProbe{}
+	for _, a := range cmd[2:] {
+		pc.args = append(pc.args, r.localArg(c, a))
+	}
+	u, err := url.Parse(pc.args[len(pc.args)-1])
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("exec probe %q: the last argument is not a URL", cmd)
+	}
+	if u.String() == cmd[len(cmd)-1] {
+		return nil, fmt.Errorf("exec probe %q: its URL is not on a port of the pod's sidecars", cmd)
+	}
+	pc.url = u
+	return pc, nil
+}
+
+// clientTLS is the client configuration the probe's flags describe.
+func (pc *extenderProbe) clientTLS() (*tls.Config, error) {
+	c := &tls.Config{}
+	if ca := flagValue(pc.args, "ca-file"); ca != "" {
+		data, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, err
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", ca)
+		}
+	}
+	if cert := flagValue(pc.args, "cert-file"); cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, flagValue(pc.args, "key-file"))
+		if err != nil {
+			return nil, err
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
+
+// rewriteExtenderTLSFiles returns config with each extender's tlsConfig certFile, keyFile and
+// caFile replaced by local(path), and nothing else changed.
+func rewriteExtenderTLSFiles(config []byte, local func(string) string) ([]byte, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal(config, &m); err != nil {
+		return nil, fmt.Errorf("KubeSchedulerConfiguration: %w", err)
+	}
+	exts, _ := m["extenders"].([]any)
+	for _, e := range exts {
+		ext, _ := e.(map[string]any)
+		tc, _ := ext["tlsConfig"].(map[string]any)
+		for _, k := range []string{"certFile", "keyFile", "caFile"} {
+			if p, ok := tc[k].(string); ok && p != "" {
+				tc[k] = local(p)
+			}
+		}
+	}
+	return yaml.Marshal(m)
 }
 
 // RunDeployment runs a deployment file's pod as local processes against the cluster: every
@@ -309,10 +522,13 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 	if kubeconfig == "" {
 		kubeconfig = c.Kubeconfig
 	}
-	r := &RunningDeployment{Deployment: d, Extenders: map[string]*Extender{}, Ports: map[int]int{}}
+	r := &RunningDeployment{Deployment: d, Extenders: map[string]*Extender{}, Ports: map[int]int{}, secretDirs: map[string]string{}}
 	for _, sc := range d.Sidecars {
 		port, _ := SidecarPort(sc)
 		r.Ports[port] = MustFreePort(t)
+	}
+	if err := r.writeSecrets(t.TempDir(), opts.Secrets); err != nil {
+		t.Fatalf("%s: %v", d.Source, err)
 	}
 	for _, sc := range d.Sidecars {
 		if slices.Contains(opts.Skip, sc.Name) {
@@ -334,18 +550,36 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 			if e.ValueFrom != nil {
 				t.Fatalf("%s: container %s: env %s uses valueFrom, which the harness does not resolve", d.Source, sc.Name, e.Name)
 			}
-			env[e.Name] = e.Value
+			env[e.Name] = r.localPath(sc, e.Value)
 		}
 		for k, v := range opts.Env[sc.Name] {
 			env[k] = v
 		}
+		args := make([]string, len(sc.Args))
+		for i, a := range sc.Args {
+			args[i] = r.localArg(sc, a)
+		}
 		port, _ := SidecarPort(sc)
 		ready := "/readyz"
+		var clientTLS *tls.Config
 		if p := sc.ReadinessProbe; p != nil && p.HTTPGet != nil {
 			ready = p.HTTPGet.Path
+		} else if p != nil && p.Exec != nil {
+			// The readiness probe runs the extender's probe subcommand: wait for the URL it
+			// checks, with the client certificate it presents.
+			pc, err := r.probeCommand(sc, p)
+			if err != nil {
+				t.Fatalf("%s: container %s: readiness probe: %v", d.Source, sc.Name, err)
+			}
+			ready = pc.url.Path
+			if pc.url.Scheme == "https" {
+				if clientTLS, err = pc.clientTLS(); err != nil {
+					t.Fatalf("%s: container %s: readiness probe: %v", d.Source, sc.Name, err)
+				}
+			}
 		}
 		r.Extenders[sc.Name] = StartExtender(t, ExtenderOptions{
-			Name: "extender " + sc.Name, Binary: bin, Env: env, Args: sc.Args, Port: r.Ports[port], ReadyPath: ready,
+			Name: "extender " + sc.Name, Binary: bin, Env: env, Args: args, Port: r.Ports[port], ReadyPath: ready, TLS: clientTLS,
 		})
 	}
 
@@ -366,6 +600,9 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 		return u.String(), nil
 	})
 	if err != nil {
+		t.Fatalf("%s: %v", d.Source, err)
+	}
+	if cfg, err = rewriteExtenderTLSFiles(cfg, func(p string) string { return r.localPath(d.Scheduler, p) }); err != nil {
 		t.Fatalf("%s: %v", d.Source, err)
 	}
 	var args []string
@@ -446,6 +683,31 @@ func (r *RunningDeployment) CheckProbes(t T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
+	// An exec probe runs the sidecar's binary with the probe's arguments (mapped), as the
+	// kubelet runs the command in the container.
+	checkExec := func(c corev1.Container, kind string, p *corev1.Probe) {
+		if p == nil || p.Exec == nil {
+			return
+		}
+		pc, err := r.probeCommand(c, p)
+		if err != nil {
+			t.Fatalf("%s: container %s: %s probe: %v", r.Source, c.Name, kind, err)
+		}
+		bin := r.Extenders[c.Name].Binary
+		deadline := time.Now().Add(ProbeTimeout)
+		for {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			out, err := exec.CommandContext(ctx, bin, append([]string{"probe"}, pc.args...)...).CombinedOutput()
+			cancel()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: container %s: %s probe %s probe %q failed for %s: %v: %s", r.Source, c.Name, kind, bin, pc.args, ProbeTimeout, err, out)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
 	for _, c := range r.Sidecars {
 		if _, running := r.Extenders[c.Name]; !running {
 			continue
@@ -453,6 +715,9 @@ func (r *RunningDeployment) CheckProbes(t T) {
 		check(c, "liveness", c.LivenessProbe, 0)
 		check(c, "readiness", c.ReadinessProbe, 0)
 		check(c, "startup", c.StartupProbe, 0)
+		checkExec(c, "liveness", c.LivenessProbe)
+		checkExec(c, "readiness", c.ReadinessProbe)
+		checkExec(c, "startup", c.StartupProbe)
 	}
 	// The scheduler's probes must target its secure port (10259 unless --secure-port says
 	// otherwise), remapped here.

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +42,9 @@ type ExtenderOptions struct {
 	Port int
 	// ReadyPath is polled until it answers 200 (default "/readyz").
 	ReadyPath string
+	// TLS, when set, is the client configuration to reach an extender serving HTTPS (its
+	// TLS_CERT_FILE set in Env): the readiness checks and the ExtenderClient use https with it.
+	TLS *tls.Config
 }
 
 // StartExtender starts an extender process, waits until it is ready (ReadyPath answers 200:
@@ -80,8 +84,12 @@ func StartExtender(t T, opts ExtenderOptions) *Extender {
 		env = append(env, "HTTP_PORT=127.0.0.1:"+strconv.Itoa(port))
 		p := StartProcess(t, name, logDir, bin, env, opts.Args...)
 		e := &Extender{Process: p, Port: port, Binary: bin, ExtenderClient: ExtenderClient{BaseURL: "http://127.0.0.1:" + strconv.Itoa(port)}}
+		if opts.TLS != nil {
+			e.BaseURL = "https://127.0.0.1:" + strconv.Itoa(port)
+			e.HTTP = &http.Client{Timeout: extenderHTTP.Timeout, Transport: &http.Transport{TLSClientConfig: opts.TLS}}
+		}
 		err := waitUntil(t.Context(), StartTimeout, p, func(ctx context.Context) bool {
-			return httpOK(ctx, http.DefaultClient, e.BaseURL+ready)
+			return httpOK(ctx, e.client(), e.BaseURL+ready)
 		})
 		if err == nil {
 			return e
@@ -100,6 +108,15 @@ func (e *Extender) URLPrefix() string { return e.BaseURL + "/scheduler" }
 type ExtenderClient struct {
 	// BaseURL is the extender's address, e.g. http://127.0.0.1:5401 (no /scheduler).
 	BaseURL string
+	// HTTP is the client to use (for HTTPS: with the client certificate); nil for a default one.
+	HTTP *http.Client
+}
+
+func (c ExtenderClient) client() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return extenderHTTP
 }
 
 var extenderHTTP = &http.Client{Timeout: 10 * time.Second}
@@ -111,7 +128,7 @@ func (c ExtenderClient) Post(ctx context.Context, path string, body []byte) (int
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	return do(req)
+	return do(c.client(), req)
 }
 
 // Get fetches BaseURL+path and returns the status and answer.
@@ -120,11 +137,11 @@ func (c ExtenderClient) Get(ctx context.Context, path string) (int, []byte, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	return do(req)
+	return do(c.client(), req)
 }
 
-func do(req *http.Request) (int, []byte, error) {
-	resp, err := extenderHTTP.Do(req)
+func do(client *http.Client, req *http.Request) (int, []byte, error) {
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -99,3 +99,37 @@ func writeServiceAccountKey(keyPath, pubPath string) error {
 	}
 	return os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
+
+// TestCA is a certificate authority for tests that give components certificates of their own
+// (an extender serving mutual TLS, the scheduler's client certificate).
+type TestCA struct{ a *authority }
+
+// NewTestCA returns a new authority or fails t.
+func NewTestCA(t T) *TestCA {
+	t.Helper()
+	a, err := newAuthority()
+	if err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
+	return &TestCA{a: a}
+}
+
+// CertPEM is the authority's certificate.
+func (ca *TestCA) CertPEM() []byte { return ca.a.certPEM }
+
+// Secret returns the data of a kubernetes.io/tls Secret as cert-manager writes it (tls.crt,
+// tls.key, ca.crt): a server certificate for localhost and 127.0.0.1, or a client certificate
+// named commonName.
+func (ca *TestCA) Secret(t T, commonName string, server bool) map[string][]byte {
+	t.Helper()
+	var ips []net.IP
+	var dns []string
+	if server {
+		ips, dns = []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"}
+	}
+	certPEM, keyPEM, err := ca.a.issue(commonName, nil, ips, dns, server)
+	if err != nil {
+		t.Fatalf("issuing %s: %v", commonName, err)
+	}
+	return map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM, "ca.crt": ca.a.certPEM}
+}

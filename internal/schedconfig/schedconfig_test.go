@@ -1,0 +1,173 @@
+package schedconfig
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	allagents "github.com/kube-safe-scheduler/extender/agents"
+)
+
+// The table names every agent there is, once.
+func TestTableListsEveryAgent(t *testing.T) {
+	var want []string
+	for _, r := range allagents.All {
+		want = append(want, r.Name)
+	}
+	got := slices.Sorted(slices.Values(AgentNames()))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("table agents (-agents.All +table):\n%s", diff)
+	}
+	ports := map[int]string{}
+	for _, a := range Agents {
+		if other, ok := ports[a.Port]; ok {
+			t.Errorf("%s and %s share port %d", a.Name, other, a.Port)
+		}
+		ports[a.Port] = a.Name
+	}
+}
+
+// shipped reads a file of yamlfiles/: its scheduler configuration and its containers by name.
+func shipped(t *testing.T, name string) (KubeSchedulerConfiguration, map[string]map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "yamlfiles", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg KubeSchedulerConfiguration
+	containers := map[string]map[string]any{}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var obj struct {
+			Kind string            `json:"kind"`
+			Data map[string]string `json:"data"`
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []map[string]any `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		switch obj.Kind {
+		case "ConfigMap":
+			if err := yaml.Unmarshal([]byte(obj.Data["my-scheduler-config.yaml"]), &cfg); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		case "Deployment":
+			for _, c := range obj.Spec.Template.Spec.Containers {
+				containers[c["name"].(string)] = c
+			}
+		}
+	}
+	return cfg, containers
+}
+
+// The generator writes the extenders list and the sidecars of the shipped files from the table:
+// what one changes without the other shows here.
+func TestShippedFilesMatchTable(t *testing.T) {
+	for file, o := range map[string]Options{
+		"extender.safe.yaml":            {Agents: []string{"safe"}, NodeCache: true},
+		"extender.congestion.yaml":      {Agents: []string{"congestion"}, NodeCache: true},
+		"extender.pigeon.yaml":          {Agents: []string{"pigeon"}, NodeCache: true},
+		"extender.template.yaml":        {Agents: []string{"template"}},
+		"extender.safe.congestion.yaml": {Agents: []string{"safe", "congestion"}, NodeCache: true},
+		"extender.safe.pigeon.yaml":     {Agents: []string{"safe", "pigeon"}, NodeCache: true},
+		"extender.safe.mtls.yaml":       {Agents: []string{"safe"}, NodeCache: true, HTTPS: true},
+	} {
+		t.Run(file, func(t *testing.T) {
+			o.Sidecars = true
+			out, err := Generate(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs := strings.SplitN(string(out), "\n---\n", 2)
+			if len(docs) != 2 {
+				t.Fatalf("want two documents, got:\n%s", out)
+			}
+			var got KubeSchedulerConfiguration
+			if err := yaml.UnmarshalStrict([]byte(docs[0]), &got); err != nil {
+				t.Fatal(err)
+			}
+			want, containers := shipped(t, file)
+			if diff := cmp.Diff(want.Extenders, got.Extenders); diff != "" {
+				t.Errorf("extenders (-%s +generated):\n%s", file, diff)
+			}
+			if len(got.Profiles) != 1 || got.Profiles[0].SchedulerName != want.Profiles[0].SchedulerName {
+				t.Errorf("profiles %+v, want %+v", got.Profiles, want.Profiles)
+			}
+			var side struct {
+				Containers []map[string]any `json:"containers"`
+			}
+			if err := yaml.UnmarshalStrict([]byte(docs[1]), &side); err != nil {
+				t.Fatal(err)
+			}
+			if len(side.Containers) != len(o.Agents) {
+				t.Fatalf("%d sidecars, want %d", len(side.Containers), len(o.Agents))
+			}
+			for _, g := range side.Containers {
+				name := g["name"].(string)
+				w, ok := containers[name]
+				if !ok {
+					t.Errorf("sidecar %s is not in %s", name, file)
+					continue
+				}
+				for _, field := range []string{"image", "ports", "volumeMounts"} {
+					if diff := cmp.Diff(w[field], g[field]); diff != "" {
+						t.Errorf("sidecar %s %s (-%s +generated):\n%s", name, field, file, diff)
+					}
+				}
+				for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+					if diff := cmp.Diff(w[probe].(map[string]any)["exec"], g[probe].(map[string]any)["exec"]); diff != "" {
+						t.Errorf("sidecar %s %s (-%s +generated):\n%s", name, probe, file, diff)
+					}
+				}
+				// Every variable generated is in the file with the same value (the file sets
+				// more: the agents' knobs).
+				fileEnv := map[string]any{}
+				for _, e := range w["env"].([]any) {
+					fileEnv[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
+				}
+				for _, e := range g["env"].([]any) {
+					n, v := e.(map[string]any)["name"].(string), e.(map[string]any)["value"]
+					if fileEnv[n] != v {
+						t.Errorf("sidecar %s: %s=%v generated, %v in %s", name, n, v, fileEnv[n], file)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestGenerateRejects(t *testing.T) {
+	for _, tc := range []struct {
+		agents []string
+		want   string
+	}{
+		{[]string{"oracle"}, `unknown agent "oracle" (agents: safe, congestion, pigeon, template)`},
+		{nil, "no agent given"},
+		{[]string{" "}, "no agent given"},
+	} {
+		if _, err := Generate(Options{Agents: tc.agents}); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("agents %q: error %v, want %q", tc.agents, err, tc.want)
+		}
+	}
+	out, err := Generate(Options{Agents: []string{"congestion", "safe", "congestion"}, SchedulerName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Extenders) != 3 || cfg.Extenders[0].PrioritizeVerb != "priorities/congestion" || cfg.Profiles[0].SchedulerName != "s" {
+		t.Errorf("agents in the order given, once each, profile s: got\n%s", out)
+	}
+}
