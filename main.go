@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -67,6 +69,7 @@ type fileConfig interface {
 type config struct {
 	listen       string
 	agents       string
+	combined     string
 	log          logging.Config
 	maxBodyBytes int64
 }
@@ -76,12 +79,18 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"address to serve on: a port (5401) or host:port (127.0.0.1:5401)", settings.CheckListen)
 	s.String(&c.agents, "AGENTS", "agents", strings.Join(compiled, ","),
 		"comma-separated agents to serve, among those compiled in ("+strings.Join(compiled, ", ")+")", nil)
+	s.String(&c.combined, "COMBINED_PRIORITIES", "combined-priorities", "",
+		"serve the priority "+framework.CombinedName+": the weighted mean of these functions' scores, rounded half up, "+
+			"as name=weight,... (e.g. safe-overload=2,congestion=1; integer weights >= 1; functions of the agents served)", nil)
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
 }
 
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "probe" {
+		return probe(ctx, args[1:], getenv, stderr)
+	}
 	registrations := agentsByName()
 	if len(registrations) == 0 {
 		fmt.Fprintln(stderr, buildHint)
@@ -145,6 +154,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		fmt.Fprintf(stderr, "configuration error:\ninvalid AGENTS (or --agents): %v\n", err)
 		return 2
 	}
+	// The agents' metrics go to the server's registry, served at /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var agents []framework.Agent
 	for _, r := range registrations {
 		if !slices.Contains(selected, r.Name) {
@@ -161,7 +173,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			fmt.Fprintf(stderr, "configuration error:\nagent %s:\n%v\n", r.Name, ac.bound.Describe(err))
 			return 2
 		}
-		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view}
+		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view, Metrics: reg}
 		if state != nil {
 			h.Client, h.Events = state.Client(), state.Events(r.Name)
 		}
@@ -172,9 +184,14 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		}
 		agents = append(agents, a)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if strings.TrimSpace(cfg.combined) != "" {
+		c, err := combine(agents, cfg.combined)
+		if err != nil {
+			fmt.Fprintf(stderr, "configuration error:\ninvalid COMBINED_PRIORITIES (or --combined-priorities): %v\n", err)
+			return 2
+		}
+		agents = append(agents, c)
+	}
 	handler, err := server.New(agents, server.Options{
 		Version:      version,
 		MaxBodyBytes: cfg.maxBodyBytes,
@@ -226,4 +243,58 @@ func selectAgents(list string, compiled []string) ([]string, error) {
 		return nil, fmt.Errorf("no agent selected (compiled in: %s)", strings.Join(compiled, ", "))
 	}
 	return out, nil
+}
+
+// combine builds the agent serving priorities/combined from the list spec (see
+// framework.ParseWeighted) over the functions of agents.
+func combine(agents []framework.Agent, spec string) (framework.Agent, error) {
+	parts, err := framework.ParseWeighted(spec)
+	if err != nil {
+		return nil, err
+	}
+	return framework.Combine(agents, parts)
+}
+
+// probe is the command "extender probe <path>": it GETs path from the extender of this
+// container (the port of HTTP_PORT, on loopback unless HTTP_PORT names a host) and exits 0 on a
+// 200 answer, 1 otherwise. It is the liveness and readiness probe (an exec probe) of a sidecar
+// listening on 127.0.0.1 only, which the kubelet's HTTP probes, sent to the pod's IP, cannot
+// reach; the image has no shell or HTTP client of its own.
+func probe(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
+	if len(args) != 1 || !strings.HasPrefix(args[0], "/") {
+		fmt.Fprintln(stderr, "usage: extender probe /path (e.g. /readyz); the port is HTTP_PORT's")
+		return 2
+	}
+	listen, ok := getenv("HTTP_PORT")
+	if !ok {
+		listen = "8080"
+	}
+	if err := settings.CheckListen(listen); err != nil {
+		fmt.Fprintf(stderr, "probe: invalid HTTP_PORT: %v\n", err)
+		return 2
+	}
+	host, port, _ := net.SplitHostPort(settings.ListenAddress(listen))
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(host, port) + args[0]
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "probe: %v\n", err)
+		return 2
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "probe %s: %v\n", url, err)
+		return 1
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "probe %s: %d %s\n", url, resp.StatusCode, strings.TrimSpace(string(body)))
+		return 1
+	}
+	return 0
 }
