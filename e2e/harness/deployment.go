@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -223,15 +225,27 @@ func EnvValue(c corev1.Container, name string) (string, bool) {
 }
 
 // SidecarPort returns the port an extender sidecar serves on: its HTTP_PORT, which must be a
-// plain port number and one of its containerPorts.
+// port number (or :port) that is one of its containerPorts, or 127.0.0.1:port, a port of the
+// pod's loopback only (which needs no containerPort: nothing outside the pod reaches it).
 func SidecarPort(c corev1.Container) (int, error) {
 	v, ok := EnvValue(c, "HTTP_PORT")
 	if !ok {
 		return 0, fmt.Errorf("container %s: no HTTP_PORT value", c.Name)
 	}
-	port, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("container %s: HTTP_PORT %q is not a port number", c.Name, v)
+	host, portText := "", v
+	if h, p, err := net.SplitHostPort(v); err == nil {
+		host, portText = h, p
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("container %s: HTTP_PORT %q is neither a port number nor host:port", c.Name, v)
+	}
+	switch host {
+	case "127.0.0.1":
+		return port, nil
+	case "":
+	default:
+		return 0, fmt.Errorf("container %s: HTTP_PORT %q: the host must be 127.0.0.1 (loopback) or none", c.Name, v)
 	}
 	for _, p := range c.Ports {
 		if int(p.ContainerPort) == port {
@@ -343,6 +357,8 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 		ready := "/readyz"
 		if p := sc.ReadinessProbe; p != nil && p.HTTPGet != nil {
 			ready = p.HTTPGet.Path
+		} else if path, ok := probeCommandPath(p); ok {
+			ready = path
 		}
 		r.Extenders[sc.Name] = StartExtender(t, ExtenderOptions{
 			Name: "extender " + sc.Name, Binary: bin, Env: env, Args: sc.Args, Port: r.Ports[port], ReadyPath: ready,
@@ -403,6 +419,10 @@ func (r *RunningDeployment) CheckProbes(t T) {
 	t.Helper()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed on loopback
 	check := func(c corev1.Container, kind string, p *corev1.Probe, port int) {
+		if p != nil && p.Exec != nil {
+			r.checkExecProbe(t, c, kind, p)
+			return
+		}
 		if p == nil || p.HTTPGet == nil {
 			return
 		}
@@ -469,4 +489,42 @@ func (r *RunningDeployment) CheckProbes(t T) {
 	check(s, "liveness", s.LivenessProbe, r.Scheduler.Port)
 	check(s, "readiness", s.ReadinessProbe, r.Scheduler.Port)
 	check(s, "startup", s.StartupProbe, r.Scheduler.Port)
+}
+
+// probeCommandPath returns the path of an exec probe running the extender's own probe command
+// (["/extender", "probe", "/readyz"]).
+func probeCommandPath(p *corev1.Probe) (string, bool) {
+	if p == nil || p.Exec == nil {
+		return "", false
+	}
+	cmd := p.Exec.Command
+	if len(cmd) != 3 || cmd[0] != "/extender" || cmd[1] != "probe" {
+		return "", false
+	}
+	return cmd[2], true
+}
+
+// checkExecProbe runs an extender sidecar's exec probe as the kubelet would run it in the
+// container: the extender binary's probe command with the container's HTTP_PORT (remapped), again
+// and again until it exits 0, within ProbeTimeout. Exec probes other than the extender's own
+// probe command fail t: the harness cannot run them.
+func (r *RunningDeployment) checkExecProbe(t T, c corev1.Container, kind string, p *corev1.Probe) {
+	t.Helper()
+	if _, ok := probeCommandPath(p); !ok {
+		t.Fatalf("%s: container %s: %s probe runs %q; the harness runs only the extender's own [/extender probe /path]", r.Source, c.Name, kind, p.Exec.Command)
+	}
+	e := r.Extenders[c.Name]
+	deadline := time.Now().Add(ProbeTimeout)
+	for {
+		cmd := exec.CommandContext(t.Context(), e.Binary, p.Exec.Command[1:]...)
+		cmd.Env = []string{"HTTP_PORT=127.0.0.1:" + strconv.Itoa(e.Port)}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: container %s: %s probe %q failed for %s: %v: %s", r.Source, c.Name, kind, p.Exec.Command, ProbeTimeout, err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -202,5 +203,31 @@ func TestWaitUntil(t *testing.T) {
 	calls := 0
 	if err := waitUntil(t.Context(), time.Minute, long, func(context.Context) bool { calls++; return calls == 3 }); err != nil {
 		t.Errorf("condition that holds at the third call: %v", err)
+	}
+}
+
+// A sidecar's HTTP_PORT is a containerPort, or a port of the pod's loopback (127.0.0.1:port),
+// which needs none.
+func TestSidecarPort(t *testing.T) {
+	withPort := []corev1.ContainerPort{{ContainerPort: 5401}}
+	for _, c := range []struct {
+		value string
+		ports []corev1.ContainerPort
+		want  int
+		err   string
+	}{
+		{"5401", withPort, 5401, ""},
+		{":5401", withPort, 5401, ""},
+		{"127.0.0.1:5401", nil, 5401, ""},
+		{"5401", nil, 0, "HTTP_PORT 5401 is not among its containerPorts"},
+		{"0.0.0.0:5401", withPort, 0, "the host must be 127.0.0.1 (loopback) or none"},
+		{"localhost:5401", withPort, 0, "the host must be 127.0.0.1"},
+		{"eighty", withPort, 0, `HTTP_PORT "eighty" is neither a port number nor host:port`},
+		{"127.0.0.1:0", nil, 0, "neither a port number"},
+	} {
+		got, err := SidecarPort(corev1.Container{Name: "x", Ports: c.ports, Env: []corev1.EnvVar{{Name: "HTTP_PORT", Value: c.value}}})
+		if got != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q: %d, %v; want %d, %q", c.value, got, err, c.want, c.err)
+		}
 	}
 }
