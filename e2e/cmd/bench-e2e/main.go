@@ -7,6 +7,8 @@
 //	names:  + safe filter, safe-overload priority, congestion priority (nodeCacheCapable: true)
 //	full:   the same extenders receiving full Node objects (nodeCacheCapable: false)
 //	pigeon: names + the pigeon-holing priority
+//	combined: names' functions in two calls a pod: the safe filter and priorities/combined
+//	          (safe-overload=1,congestion=1, weight 2) on one extender serving both agents
 //
 // For each node count it creates the nodes once, starts the extenders once (one process each,
 // as sidecars run), then for each mode pre-creates the pods, starts a scheduler with that
@@ -46,9 +48,11 @@ type mode struct {
 	extenders func(p ports) string
 }
 
-type ports struct{ safe, congestion, pigeon, template, template2 int }
+type ports struct{ safe, congestion, pigeon, template, template2, combined int }
 
-func (p ports) all() []int { return []int{p.safe, p.congestion, p.pigeon, p.template, p.template2} }
+func (p ports) all() []int {
+	return []int{p.safe, p.congestion, p.pigeon, p.template, p.template2, p.combined}
+}
 
 // serveTimes reads every extender's /metrics and returns, per "agent/function/verb", the
 // requests served and the seconds spent serving them.
@@ -132,12 +136,21 @@ var modes = []mode{
   nodeCacheCapable: true
 `, p.pigeon)
 	}},
+	{"combined", "safe filter + combined(safe-overload, congestion), NodeNames", func(p ports) string {
+		return fmt.Sprintf(`extenders:
+- urlPrefix: http://127.0.0.1:%d/scheduler
+  filterVerb: predicates/safe-overload
+  prioritizeVerb: priorities/combined
+  weight: 2
+  nodeCacheCapable: true
+`, p.combined)
+	}},
 }
 
 func main() {
 	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
 	pods := flag.Int("pods", 1000, "pods scheduled per mode")
-	only := flag.String("modes", "alone,floor,names,full,pigeon", "comma-separated modes to run")
+	only := flag.String("modes", "alone,floor,names,full,pigeon,combined", "comma-separated modes to run")
 	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
 	flag.Parse()
 
@@ -301,7 +314,7 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 		env["AGENTS"] = agent
 		env["KUBECONFIG"] = c.Kubeconfig
 		env["LOG_LEVEL"] = "WARNING"
-		e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-" + agent, Binary: bin, Env: env})
+		e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-" + strings.ReplaceAll(agent, ",", "-"), Binary: bin, Env: env})
 		return e.Port
 	}
 	return ports{
@@ -310,6 +323,7 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 		pigeon:     start("pigeon", map[string]string{"POLICY_OBJECTIVE": "A_BINPACK"}),
 		template:   start("template", map[string]string{}),
 		template2:  start("template", map[string]string{}),
+		combined:   start("safe,congestion", map[string]string{"COMBINED_PRIORITIES": "safe-overload=1,congestion=1"}),
 	}
 }
 
