@@ -81,7 +81,7 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"comma-separated agents to serve, among those compiled in ("+strings.Join(compiled, ", ")+")", nil)
 	s.String(&c.combined, "COMBINED_PRIORITIES", "combined-priorities", "",
 		"serve the priority "+framework.CombinedName+": the weighted mean of these functions' scores, rounded half up, "+
-			"as name=weight,... (e.g. safe-overload=2,congestion=1; integer weights >= 1; functions of the agents served)", nil)
+			"as name=weight,... (e.g. safe-overload=2,congestion=1; integer weights 1..1000; functions of the agents served)", nil)
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
