@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -78,6 +79,7 @@ type fileConfig interface {
 type config struct {
 	listen       string
 	agents       string
+	combined     string
 	log          logging.Config
 	maxBodyBytes int64
 	decisions    int
@@ -88,6 +90,9 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"address to serve on: a port (5401) or host:port (127.0.0.1:5401)", settings.CheckListen)
 	s.String(&c.agents, "AGENTS", "agents", strings.Join(compiled, ","),
 		"comma-separated agents to serve, among those compiled in ("+strings.Join(compiled, ", ")+")", nil)
+	s.String(&c.combined, "COMBINED_PRIORITIES", "combined-priorities", "",
+		"serve the priority "+framework.CombinedName+": the weighted mean of these functions' scores, rounded half up, "+
+			"as name=weight,... (e.g. safe-overload=2,congestion=1; integer weights 1..1000; functions of the agents served)", nil)
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
@@ -143,6 +148,11 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "configuration error:\nunexpected argument %q (the extender takes flags only; its other commands: %s)\n",
+			fs.Arg(0), strings.Join(slices.Sorted(maps.Keys(subcommands)), ", "))
+		return 2
+	}
 
 	if err := tlsCfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
@@ -178,6 +188,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		fmt.Fprintf(stderr, "configuration error:\ninvalid AGENTS (or --agents): %v\n", err)
 		return 2
 	}
+	// The agents' metrics go to the server's registry, served at /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var agents []framework.Agent
 	for _, r := range registrations {
 		if !slices.Contains(selected, r.Name) {
@@ -194,7 +207,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			fmt.Fprintf(stderr, "configuration error:\nagent %s:\n%v\n", r.Name, ac.bound.Describe(err))
 			return 2
 		}
-		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view}
+		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view, Metrics: reg}
 		if state != nil {
 			h.Client, h.Events = state.Client(), state.Events(r.Name)
 		}
@@ -205,9 +218,14 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		}
 		agents = append(agents, a)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if strings.TrimSpace(cfg.combined) != "" {
+		c, err := combine(agents, cfg.combined)
+		if err != nil {
+			fmt.Fprintf(stderr, "configuration error:\ninvalid COMBINED_PRIORITIES (or --combined-priorities): %v\n", err)
+			return 2
+		}
+		agents = append(agents, c)
+	}
 	handler, err := server.New(agents, server.Options{
 		Version:       version,
 		MaxBodyBytes:  cfg.maxBodyBytes,
@@ -406,4 +424,14 @@ func probe(ctx context.Context, args []string, _, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// combine builds the agent serving priorities/combined from the list spec (see
+// framework.ParseWeighted) over the functions of agents.
+func combine(agents []framework.Agent, spec string) (framework.Agent, error) {
+	parts, err := framework.ParseWeighted(spec)
+	if err != nil {
+		return nil, err
+	}
+	return framework.Combine(agents, parts)
 }

@@ -11,21 +11,29 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"math"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	allagents "github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // env returns a getenv over a fixed map.
@@ -91,12 +99,19 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"agent value", nil, env("AGENTS", "congestion", "CONGESTION_FACTOR_MAX", "many"),
 			`invalid CONGESTION_FACTOR_MAX (or --congestion-factor-max): "many" is not an integer`},
 		{"unknown flag", []string{"--frobnicate"}, env(), "flag provided but not defined"},
+		{"stray argument", []string{"prob"}, env(), `unexpected argument "prob"`},
 		{"tls key without certificate", nil, env("TLS_KEY_FILE", "/etc/tls/tls.key"),
 			"invalid TLS_KEY_FILE (or --tls-key-file): a key without a certificate"},
 		{"tls min version", nil, env("TLS_MIN_VERSION", "1.1"), `invalid TLS_MIN_VERSION (or --tls-min-version): "1.1" is not one of 1.2, 1.3`},
 		{"tls unreadable certificate", []string{"--tls-cert-file", "/nonexistent/tls.crt", "--tls-key-file", "/nonexistent/tls.key"}, env(),
 			"invalid TLS_CERT_FILE (or --tls-cert-file): cannot read the certificate"},
 		{"tls allowed clients without CA", nil, env("TLS_ALLOWED_CLIENTS", "my-scheduler"), "invalid TLS_ALLOWED_CLIENTS (or --tls-allowed-clients)"},
+		{"combined: unknown function", nil, env("AGENTS", "safe", "COMBINED_PRIORITIES", "safe-overload=2,congestion=1"),
+			`invalid COMBINED_PRIORITIES (or --combined-priorities): priority "congestion" is not served by the agents of this process`},
+		{"combined: bad weight", []string{"--combined-priorities", "safe-overload=1.5"}, env("AGENTS", "safe"),
+			`invalid COMBINED_PRIORITIES (or --combined-priorities): "safe-overload=1.5": the weight must be an integer from 1 to 1000`},
+		{"combined: duplicate", nil, env("AGENTS", "safe", "COMBINED_PRIORITIES", "safe-balance=1,safe-balance=2"),
+			`invalid COMBINED_PRIORITIES (or --combined-priorities): priority "safe-balance" is listed twice`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,6 +167,16 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 	if !strings.Contains(string(body), `"version":"dev"`) {
 		t.Errorf("/version = %q; log %s", body, out.String())
+	}
+	// "extender probe": 0 while the server answers 200, 1 on another status or no server.
+	for _, c := range []struct {
+		url  string
+		want int
+	}{{"http://" + addr + "/readyz", 0}, {"http://" + addr + "/healthz", 0}, {"http://" + addr + "/nothere", 1}, {"http://127.0.0.1:1/readyz", 1}} {
+		var probeOut syncBuffer
+		if code := probe(context.Background(), []string{c.url}, io.Discard, &probeOut); code != c.want {
+			t.Errorf("probe %s: exit %d, want %d: %s", c.url, code, c.want, probeOut.String())
+		}
 	}
 	cancel()
 	select {
@@ -355,5 +380,64 @@ func TestConfigSubcommands(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// For random nodes and pods, priorities/combined answers for every node the weighted mean of
+// what the separate routes answer, rounded half up, through the real HTTP handler in both
+// request forms.
+func TestCombinedIsTheWeightedMeanOfTheRoutes(t *testing.T) {
+	var agents []framework.Agent
+	for _, r := range allagents.All {
+		if r.Name == "safe" || r.Name == "congestion" {
+			a, err := r.New(r.NewConfig(), framework.NewHandle(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			agents = append(agents, a)
+		}
+	}
+	parts := []framework.Weighted{{Name: "safe-overload", Weight: 2}, {Name: "safe-balance", Weight: 1}, {Name: "congestion", Weight: 3}}
+	combined, err := framework.Combine(agents, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := mrand.New(mrand.NewPCG(16, 3))
+	maybe := func(a map[string]string, key, value string) {
+		if rng.IntN(8) > 0 {
+			a[key] = value
+		}
+	}
+	for round := range 60 {
+		nodes := make([]*corev1.Node, 1+rng.IntN(30))
+		for i := range nodes {
+			a := map[string]string{}
+			// 16 cores, 64 GiB; free amounts from overcommitted to idle.
+			maybe(a, "mean-free-cpu", strconv.Itoa(rng.IntN(18000)-1000))
+			maybe(a, "std-free-cpu", strconv.Itoa(rng.IntN(4000)))
+			maybe(a, "mean-free-memory", strconv.FormatInt(rng.Int64N(70<<30)-(2<<30), 10))
+			maybe(a, "std-free-memory", strconv.FormatInt(rng.Int64N(8<<30), 10))
+			maybe(a, "congestion-factor", strconv.Itoa(rng.IntN(130)-10))
+			n := fixtures.Node(i, a)
+			nodes[i] = &n
+		}
+		h := extendertest.NewHandler(t, extendertest.LookupOf(nodes), append(slices.Clone(agents), combined)...)
+		pod := fixtures.Pod("p", strconv.Itoa(1+rng.IntN(8000))+"m", strconv.Itoa(1+rng.IntN(16000))+"Mi")
+		args := extendertest.Args(pod, nodes, round%2 == 0)
+		sums := map[string]int64{}
+		for _, p := range parts {
+			for _, hp := range extendertest.Prioritize(t, h, p.Name, args) {
+				sums[hp.Host] += p.Weight * hp.Score
+			}
+		}
+		got := extendertest.Prioritize(t, h, "combined", args)
+		if len(got) != len(nodes) {
+			t.Fatalf("round %d: %d scores for %d nodes", round, len(got), len(nodes))
+		}
+		for _, hp := range got {
+			if want := int64(math.Floor(float64(sums[hp.Host])/6 + 0.5)); hp.Score != want {
+				t.Fatalf("round %d, node %s: combined %d, want %d (weighted sum %d / 6)", round, hp.Host, hp.Score, want, sums[hp.Host])
+			}
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -127,6 +128,49 @@ func TestSafeYAML(t *testing.T) {
 		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), CPU: "100m", Memory: "64Mi"}, "idle",
 			"safe-overload and safe-balance prefer idle")
 	}
+}
+
+// TestSafeYAMLStaleStatistics: with SAFE_STALE=reject, a node whose statistics-timestamp is
+// older than SAFE_MAX_STATS_AGE (default 1h) is rejected, however idle its statistics say it
+// is: the pod stays pending with the age in its event, then lands on a node with fresh, busier
+// statistics (which the priorities would score lower than the stale idle ones: only the
+// freshness check explains the placement). The sidecar's safe_stale_nodes gauge counts it.
+func TestSafeYAMLStaleStatistics(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "safe")
+	c, sa := startWithServiceAccount(t)
+	const ts = "statistics-timestamp"
+	stale := time.Now().Add(-(2*time.Hour + 10*time.Minute)).UTC().Format(time.RFC3339)
+	c.CreateNode(t, harness.NodeSpec{Name: "stale", Annotations: withAnnotations(idleStats, ts, stale)})
+	r := c.RunDeployment(t, loadDeployment(t, "extender.safe.yaml"), harness.RunOptions{
+		Kubeconfig: sa, Env: map[string]map[string]string{"safe": {"SAFE_STALE": "reject"}},
+	})
+	r.CheckProbes(t)
+
+	c.CreatePod(t, harness.PodSpec{Name: "p0", SchedulerName: schedulerName, CPU: "100m", Memory: "64Mi"})
+	e := c.WaitForEvent(t, "default", "p0", "FailedScheduling", "0/1 nodes are available", "usage statistics 2h10m", "old (max 1h)")
+	t.Logf("p0 with the stale node alone: %s", e.Message)
+	if n := c.PodNode(t, "default", "p0"); n != "" {
+		t.Fatalf("p0 bound to %s although its statistics are stale", n)
+	}
+
+	c.CreateNode(t, harness.NodeSpec{Name: "fresh", Annotations: withAnnotations(busyStats, ts, time.Now().UTC().Format(time.RFC3339))})
+	if n := c.WaitForBinding(t, "default", "p0"); n != "fresh" {
+		t.Fatalf("p0 went to %s, want fresh", n)
+	}
+	safe := r.Extenders["safe"]
+	probe := probePod(t, harness.PodSpec{Name: "probe", CPU: "100m", Memory: "64Mi"})
+	rejected := filterVerdicts(t, safe, "safe-overload", probe, []string{"fresh", "stale"})
+	if len(rejected) != 1 {
+		t.Fatalf("safe-overload rejected %v, want stale alone", rejected)
+	}
+	mustContain(t, "stale's reason", rejected["stale"], "usage statistics 2h10m", "old (max 1h)")
+	status, metrics, err := safe.Get(t.Context(), "/metrics")
+	if err != nil || status != 200 {
+		t.Fatalf("/metrics: %d %v", status, err)
+	}
+	mustContain(t, "/metrics", string(metrics), `safe_stale_nodes{function="safe-overload",verb="filter"} 1`)
+	scheduleOn(t, c, harness.PodSpec{Name: "p1", CPU: "100m", Memory: "64Mi"}, "fresh", "safe-overload rejects stale statistics")
 }
 
 // TestCongestionYAML: the congestion agent prefers the node with the lowest congestion-factor
@@ -292,6 +336,59 @@ func TestSafeCongestionYAML(t *testing.T) {
 	for i := range 3 {
 		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), CPU: "100m", Memory: "64Mi"}, "calm",
 			"safe rejects risky; congestion scores calm 9, jammed 1")
+	}
+}
+
+// TestSafeCongestionCombinedYAML: the same cluster as TestSafeCongestionYAML, run by the file
+// whose one sidecar serves safe and congestion (listening on 127.0.0.1, exec probes) and whose
+// scheduler calls the filter and priorities/combined: two calls a pod. Pods land where the three
+// separate calls put them, and the combined score is the weighted mean of the separate ones.
+func TestSafeCongestionCombinedYAML(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "safe", "congestion")
+	c, sa := startWithServiceAccount(t)
+	c.CreateNodes(t,
+		harness.NodeSpec{Name: "risky", Annotations: withAnnotations(riskyStats, "congestion-factor", "0")},
+		harness.NodeSpec{Name: "calm", Annotations: withAnnotations(idleStats, "congestion-factor", "10")},
+		harness.NodeSpec{Name: "jammed", Annotations: withAnnotations(idleStats, "congestion-factor", "90")},
+	)
+	r := c.RunDeployment(t, loadDeployment(t, "extender.safe.congestion.combined.yaml"), harness.RunOptions{Kubeconfig: sa})
+	r.CheckProbes(t)
+	ext := r.Extenders["safe-congestion"]
+	nodes := []string{"calm", "jammed", "risky"}
+	probe := probePod(t, harness.PodSpec{Name: "probe", CPU: "100m", Memory: "64Mi"})
+
+	rejected := filterVerdicts(t, ext, "safe-overload", probe, nodes)
+	if len(rejected) != 1 || !strings.Contains(rejected["risky"], "cpu risk") {
+		t.Fatalf("safe-overload rejected %v, want risky alone, for its cpu risk", rejected)
+	}
+	// COMBINED_PRIORITIES=safe-overload=2,safe-balance=1,congestion=1: floor(sum/4 + 1/2).
+	sums := map[string]int64{}
+	for prio, w := range map[string]int64{"safe-overload": 2, "safe-balance": 1, "congestion": 1} {
+		s, err := scores(t.Context(), ext, prio, probe, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, v := range s {
+			sums[n] += w * v
+		}
+	}
+	combined, err := scores(t.Context(), ext, "combined", probe, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if want := (2*sums[n] + 4) / 8; combined[n] != want {
+			t.Fatalf("combined score of %s %d, want %d (weighted sum %d / 4, rounded half up)", n, combined[n], want, sums[n])
+		}
+	}
+	if combined["calm"] <= combined["jammed"] {
+		t.Fatalf("combined scores %v: want calm above jammed", combined)
+	}
+	t.Logf("combined scores %v (weighted sums %v)", combined, sums)
+	for i := range 3 {
+		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), CPU: "100m", Memory: "64Mi"}, "calm",
+			"safe rejects risky; the combined priority scores calm above jammed")
 	}
 }
 

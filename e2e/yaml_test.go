@@ -41,13 +41,16 @@ var extenderFiles = map[string][]string{
 	"extender.safe.congestion.yaml": {"safe", "congestion"},
 	"extender.safe.pigeon.yaml":     {"safe", "pigeon"},
 	"extender.safe.mtls.yaml":       {"safe"},
+	// one sidecar, image all, AGENTS=safe,congestion, with priorities/combined
+	"extender.safe.congestion.combined.yaml": {"safe", "congestion"},
 }
 
 // TestExtenderFilesShape checks what the deployment files promise beyond validation: every
 // extender.*.yaml file of yamlfiles/ is known here; its scheduler profile is my-scheduler with
 // leader election on; the scheduler image matches the control plane the tests run; each sidecar
-// is one agent's image on its own port, and each extender entry calls, on localhost, a route its
-// sidecar serves.
+// is one agent's image on its own port (or the image of every agent, serving those its AGENTS
+// names), and each extender entry calls, on localhost or 127.0.0.1, a route its sidecar serves;
+// an entry calling priorities/combined has the sum of COMBINED_PRIORITIES' weights as weight.
 func TestExtenderFilesShape(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(repoRoot(t), "yamlfiles", "extender.*.yaml"))
 	var names []string
@@ -83,6 +86,7 @@ func TestExtenderFilesShape(t *testing.T) {
 					URLPrefix      string `json:"urlPrefix"`
 					FilterVerb     string `json:"filterVerb"`
 					PrioritizeVerb string `json:"prioritizeVerb"`
+					Weight         int64  `json:"weight"`
 				} `json:"extenders"`
 			}
 			// Unknown fields are the scheduler's business: it rejects them when it starts.
@@ -95,7 +99,8 @@ func TestExtenderFilesShape(t *testing.T) {
 			if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != schedulerName {
 				t.Errorf("profiles %+v, want one named %s", cfg.Profiles, schedulerName)
 			}
-			routes := map[string][]string{} // port -> routes served there
+			routes := map[string][]string{}      // port -> routes served there
+			combinedWeight := map[string]int64{} // port -> sum of COMBINED_PRIORITIES' weights
 			var served []string
 			for _, sc := range d.Sidecars {
 				port, _ := harness.SidecarPort(sc)
@@ -103,8 +108,27 @@ func TestExtenderFilesShape(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(tags) != 1 || tags[0] != sc.Name {
-					t.Errorf("sidecar %s runs image %s built with tags %v; want the image of agent %s", sc.Name, sc.Image, tags, sc.Name)
+				agents := []string{sc.Name}
+				if list, ok := harness.EnvValue(sc, "AGENTS"); ok && slices.Equal(tags, []string{"all"}) {
+					agents = strings.Split(list, ",")
+				} else if len(tags) != 1 || tags[0] != sc.Name {
+					t.Errorf("sidecar %s runs image %s built with tags %v; want the image of agent %s (or image all with AGENTS)", sc.Name, sc.Image, tags, sc.Name)
+				}
+				p := strconv.Itoa(port)
+				for _, a := range agents {
+					served = append(served, a)
+					routes[p] = append(routes[p], agentRoutes(t)[a]...)
+				}
+				if spec, ok := harness.EnvValue(sc, "COMBINED_PRIORITIES"); ok && spec != "" {
+					routes[p] = append(routes[p], "priorities/combined")
+					for _, item := range strings.Split(spec, ",") {
+						name, weight, _ := strings.Cut(item, "=")
+						w, err := strconv.ParseInt(weight, 10, 64)
+						if err != nil || !slices.Contains(routes[p], "priorities/"+name) {
+							t.Errorf("sidecar %s: COMBINED_PRIORITIES item %q: want name=weight with a priority its agents serve", sc.Name, item)
+						}
+						combinedWeight[p] += w
+					}
 				}
 				// Loopback only: the scheduler shares the pod's network namespace.
 				if v, _ := harness.EnvValue(sc, "HTTP_PORT"); !strings.HasPrefix(v, "127.0.0.1:") {
@@ -121,9 +145,12 @@ func TestExtenderFilesShape(t *testing.T) {
 			}
 			for _, e := range cfg.Extenders {
 				u, err := url.Parse(e.URLPrefix)
-				if err != nil || u.Hostname() != "localhost" || u.Path != "/scheduler" {
-					t.Errorf("urlPrefix %s: want http://localhost:<port>/scheduler", e.URLPrefix)
+				if err != nil || (u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") || u.Path != "/scheduler" {
+					t.Errorf("urlPrefix %s: want http://localhost:<port>/scheduler or http://127.0.0.1:<port>/scheduler", e.URLPrefix)
 					continue
+				}
+				if e.PrioritizeVerb == "priorities/combined" && e.Weight != combinedWeight[u.Port()] {
+					t.Errorf("extender %s calls priorities/combined with weight %d; want %d, the sum of its COMBINED_PRIORITIES' weights", e.URLPrefix, e.Weight, combinedWeight[u.Port()])
 				}
 				for _, verb := range []string{e.FilterVerb, e.PrioritizeVerb} {
 					if verb != "" && !slices.Contains(routes[u.Port()], verb) {

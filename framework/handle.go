@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +21,10 @@ type Handle struct {
 	// Events records Kubernetes events on objects (a policy that does not validate, say); nil
 	// without cluster access.
 	Events EventRecorder
+	// Metrics registers the agent's own Prometheus collectors, served with the extender's at
+	// /metrics; nil when the program collects no metrics (tests): an agent then keeps none.
+	// Name an agent's series after the agent (safe_stale_nodes).
+	Metrics prometheus.Registerer
 }
 
 // EventRecorder records an event on a Kubernetes object. eventType is corev1.EventTypeNormal

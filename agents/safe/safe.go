@@ -16,7 +16,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
@@ -47,7 +50,28 @@ const (
 	AnnotationStdFreeMemory            = "std-free-memory"
 	AnnotationForecastFreeMemory       = "forecasted-free-memory"
 	AnnotationForecastFreeMemoryLegacy = "forcasted-free-memory"
+	// AnnotationStatisticsTimestamp is when the node annotator computed the statistics (RFC
+	// 3339); annotators of the original design write none.
+	AnnotationStatisticsTimestamp = "statistics-timestamp"
 )
+
+// StalePolicy says what the agent does with a node whose usage statistics are stale.
+type StalePolicy string
+
+// Stale policies.
+const (
+	// StaleIgnore judges the node as having no statistics: it passes the filter and scores as
+	// a node without statistics.
+	StaleIgnore StalePolicy = "ignore"
+	// StaleReject makes the filter reject the node (the priorities score it as StaleIgnore).
+	StaleReject StalePolicy = "reject"
+)
+
+// UnmarshalText reads a policy in any case; Config.Validate checks it.
+func (p *StalePolicy) UnmarshalText(text []byte) error {
+	*p = StalePolicy(strings.ToLower(strings.TrimSpace(string(text))))
+	return nil
+}
 
 // Config holds the agent's settings, as integer percents (tags: see settings.Bind and
 // template.Config).
@@ -63,6 +87,11 @@ type Config struct {
 	ForecastWeight int `json:"forecastWeight" env:"SAFEFORECASTWEIGHT" flag:"safe-forecast-weight" help:"safe agent: weight w of the forecast free amount against the measured mean, percent (integer 0..100)"`
 	// PrintTable logs each call's per-node computation at debug level.
 	PrintTable bool `json:"printTable" env:"SAFEPRINTTABLE" flag:"safe-print-table" help:"safe agent: log each call's per-node computation at DEBUG level (true or false)"`
+	// MaxStatsAge is the age of a node's statistics-timestamp past which its statistics are
+	// stale (0 turns the check off); a node without the annotation is never stale.
+	MaxStatsAge framework.Duration `json:"maxStatsAge" env:"SAFE_MAX_STATS_AGE" flag:"safe-max-stats-age" help:"safe agent: age of a node's statistics-timestamp annotation past which its usage statistics are stale (a duration: 30m, 1h; 0 turns the check off)"`
+	// Stale is what stale statistics do.
+	Stale StalePolicy `json:"stale" env:"SAFE_STALE" flag:"safe-stale" help:"safe agent: what stale usage statistics do: ignore (the node is judged as having none) or reject (the filter rejects the node)"`
 }
 
 // Defaults.
@@ -70,11 +99,18 @@ const (
 	DefaultUtilization    = 90
 	DefaultPercentile     = 30
 	DefaultForecastWeight = 20
+	// DefaultMaxStatsAge is twice the annotator's default STATS_REFRESH (30m): a live
+	// annotator rewrites an unchanged timestamp once it is 30m old, at its next statistics
+	// cycle (every STATS_INTERVAL, 5m), so a healthy node's timestamp reaches about 35m.
+	DefaultMaxStatsAge = framework.Duration(time.Hour)
+	// MaxMaxStatsAge bounds MaxStatsAge.
+	MaxMaxStatsAge = framework.Duration(30 * 24 * time.Hour)
 )
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
-	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight}
+	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight,
+		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore}
 }
 
 // Validate reports every bad field, each as a settings.FieldError.
@@ -83,7 +119,16 @@ func (c Config) Validate() error {
 		settings.Range("utilization", c.Utilization, 0, 100),
 		settings.Range("percentile", c.Percentile, 0, 100),
 		settings.Range("forecastWeight", c.ForecastWeight, 0, 100),
+		maxStatsAgeInRange(c.MaxStatsAge),
+		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
 	)
+}
+
+func maxStatsAgeInRange(d framework.Duration) error {
+	if d < 0 || d > MaxMaxStatsAge {
+		return settings.Fieldf("maxStatsAge", "%s is out of range [0s, %s]", d, MaxMaxStatsAge)
+	}
+	return nil
 }
 
 // Registration offers the agent to the programs that run agents.
@@ -96,24 +141,52 @@ type Agent struct {
 	t, e, w float64
 	// log receives the PrintTable tables.
 	log *logrus.Entry
+	// maxAge is MaxStatsAge (0: no check); reject is Stale == StaleReject.
+	maxAge time.Duration
+	reject bool
+	// now is the clock that stamps each call; tests replace it.
+	now func() time.Time
+	// staleNodes holds, per function, the number of nodes with stale statistics in its latest
+	// call; nil without metrics.
+	staleNodes map[string]prometheus.Gauge
 	// inputs memoizes each node's parsed annotations and allocatable.
 	inputs framework.NodeMemo[nodeInputs]
 }
 
 var _ framework.Agent = (*Agent)(nil)
 
-// New returns the agent for cfg; h.Log receives the PrintTable tables.
+// New returns the agent for cfg; h.Log receives the PrintTable tables, h.Metrics (when not
+// nil) the gauge safe_stale_nodes.
 func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid safe config: %w", err)
 	}
-	return &Agent{
-		cfg: cfg,
-		t:   float64(cfg.Utilization) / 100,
-		e:   float64(cfg.Percentile) / 100,
-		w:   float64(cfg.ForecastWeight) / 100,
-		log: h.Log,
-	}, nil
+	a := &Agent{
+		cfg:    cfg,
+		t:      float64(cfg.Utilization) / 100,
+		e:      float64(cfg.Percentile) / 100,
+		w:      float64(cfg.ForecastWeight) / 100,
+		log:    h.Log,
+		maxAge: time.Duration(cfg.MaxStatsAge),
+		reject: cfg.Stale == StaleReject,
+		now:    time.Now,
+	}
+	if h.Metrics != nil {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "safe_stale_nodes",
+			Help: "Nodes whose usage statistics were stale (statistics-timestamp older than SAFE_MAX_STATS_AGE, " +
+				"as far ahead, or unreadable) in the latest call of each safe function.",
+		}, []string{"function", "verb"})
+		if err := h.Metrics.Register(g); err != nil {
+			return nil, fmt.Errorf("safe agent metrics: %w", err)
+		}
+		a.staleNodes = map[string]prometheus.Gauge{
+			"predicates/" + FilterOverload:   g.WithLabelValues(FilterOverload, "filter"),
+			"priorities/" + PriorityOverload: g.WithLabelValues(PriorityOverload, "prioritize"),
+			"priorities/" + PriorityBalance:  g.WithLabelValues(PriorityBalance, "prioritize"),
+		}
+	}
+	return a, nil
 }
 
 // Name implements framework.Agent.
@@ -184,15 +257,44 @@ func podDemand(pod *corev1.Pod) demand {
 	return demand{cpu: float64(cpu), memory: float64(memory)}
 }
 
-// measureNode reads the statistics of both resources of n.
-func (a *Agent) measureNode(n *corev1.Node, d demand) (cpu, memory measure) {
+// call is what one call of a function knows before looking at any node.
+type call struct {
+	d demand
+	// now is when the call started: statistics' ages are measured against it.
+	now time.Time
+	// stale counts the nodes with stale statistics (chunks add to it concurrently).
+	stale atomic.Int64
+}
+
+func (a *Agent) newCall(pod *corev1.Pod) *call {
+	return &call{d: podDemand(pod), now: a.now()}
+}
+
+// done publishes the call's count of stale nodes under function key.
+func (a *Agent) done(key string, c *call) {
+	if g := a.staleNodes[key]; g != nil {
+		g.Set(float64(c.stale.Load()))
+	}
+}
+
+// measureNode reads the statistics of both resources of n and judges their freshness at the
+// call's time. Stale statistics count as none: both resources are then noStats. Freshness is
+// computed per call from the memoized timestamp (it depends on the time, not on the node).
+func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f freshness) {
 	in := a.inputs.Get(n, a.readNode)
-	return measureFrom(&in.cpu, &cpuResource, d.cpu), measureFrom(&in.memory, &memoryResource, d.memory)
+	if a.maxAge > 0 && (in.cpu.measured || in.memory.measured) {
+		if f = in.stamp.freshness(c.now, a.maxAge); f.stale {
+			c.stale.Add(1)
+			return measure{res: &cpuResource, demand: c.d.cpu}, measure{res: &memoryResource, demand: c.d.memory}, f
+		}
+	}
+	return measureFrom(&in.cpu, &cpuResource, c.d.cpu), measureFrom(&in.memory, &memoryResource, c.d.memory), f
 }
 
 // readNode reads what the agent needs of a node, for both resources, before any pod's demand.
 func (a *Agent) readNode(n *corev1.Node) nodeInputs {
-	return nodeInputs{cpu: a.read(n, &cpuResource), memory: a.read(n, &memoryResource)}
+	return nodeInputs{cpu: a.read(n, &cpuResource), memory: a.read(n, &memoryResource),
+		stamp: readStamp(n.Annotations[AnnotationStatisticsTimestamp])}
 }
 
 func (a *Agent) read(n *corev1.Node, r *resourceKind) resourceInputs {
@@ -272,15 +374,19 @@ func (a *Agent) acceptable(m *measure) bool {
 }
 
 // filterOverload rejects the nodes where a resource's risk exceeds the acceptable risk.
+// With Stale reject, a node whose statistics are stale is rejected as unresolvable (preemption
+// cannot refresh statistics), with the age in the reason.
 func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
-	d := podDemand(pod)
-	tbl := a.newTable(FilterOverload, pod, d)
+	c := a.newCall(pod)
+	defer a.done("predicates/"+FilterOverload, c)
+	tbl := a.newTable(FilterOverload, pod, c.d)
 	out := make([]framework.Verdict, len(nodes))
 	judge := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
-			cpu, memory := a.measureNode(n, d)
-			cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory)
-			if !cpuOK || !memoryOK {
+			cpu, memory, f := a.measureNode(n, c)
+			if f.stale && a.reject {
+				out[lo+i] = framework.RejectUnresolvable(a.staleReason(f))
+			} else if cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory); !cpuOK || !memoryOK {
 				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK))
 			}
 			if tbl != nil {
@@ -343,6 +449,30 @@ func appendPair(b []byte, x, y float64) []byte {
 	return strconv.AppendFloat(append(b, " > "...), y, 'f', prec, 64)
 }
 
+// staleReason says why f is stale: "usage statistics 2h10m old (max 1h)", "usage statistics
+// dated 2h10m ahead of this extender's clock (max 1h)", or "usage statistics timestamp "x" is
+// not RFC 3339". Ages are truncated to the second.
+func (a *Agent) staleReason(f freshness) string {
+	b := make([]byte, 0, 96)
+	switch {
+	case f.unreadable:
+		raw := f.raw
+		if len(raw) > 64 {
+			raw = raw[:64]
+		}
+		b = strconv.AppendQuote(append(b, "usage statistics timestamp "...), raw)
+		return string(append(b, " is not RFC 3339"...))
+	case f.age < 0:
+		b = framework.AppendDuration(append(b, "usage statistics dated "...), (-f.age).Truncate(time.Second))
+		b = append(b, " ahead of this extender's clock"...)
+	default:
+		b = framework.AppendDuration(append(b, "usage statistics "...), f.age.Truncate(time.Second))
+		b = append(b, " old"...)
+	}
+	b = framework.AppendDuration(append(b, " (max "...), a.maxAge)
+	return string(append(b, ')'))
+}
+
 // scorer scores one measured resource.
 type scorer func(a *Agent, m measure) int64
 
@@ -361,14 +491,16 @@ func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1
 }
 
 // score scores every node with the per-resource score of: a resource without statistics does
-// not count, one without allocatable scores 0.
+// not count, one without allocatable scores 0. Stale statistics count as none, whatever the
+// Stale policy: a node with stale statistics scores 0.
 func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer) []int64 {
-	d := podDemand(pod)
-	tbl := a.newTable(name, pod, d)
+	c := a.newCall(pod)
+	defer a.done("priorities/"+name, c)
+	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
 	scoreRange := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
-			cpu, memory := a.measureNode(n, d)
+			cpu, memory, _ := a.measureNode(n, c)
 			var cs, ms int64
 			if cpu.state == measured {
 				cs = of(a, cpu)

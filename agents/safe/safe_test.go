@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
@@ -262,13 +263,20 @@ func TestSettings(t *testing.T) {
 		// errs are the substrings the error must hold; none means success.
 		errs []string
 	}{
-		{name: "defaults", want: Config{Utilization: 90, Percentile: 30, ForecastWeight: 20}},
+		{name: "defaults", want: Config{Utilization: 90, Percentile: 30, ForecastWeight: 20,
+			MaxStatsAge: framework.Duration(time.Hour), Stale: StaleIgnore}},
 		{name: "variables", env: map[string]string{"SAFEUTILIZATION": "80", "SAFEPERCENTILE": "0",
-			"SAFEFORECASTWEIGHT": "100", "SAFEPRINTTABLE": "true"},
-			want: Config{Utilization: 80, Percentile: 0, ForecastWeight: 100, PrintTable: true}},
-		{name: "flags win", env: map[string]string{"SAFEUTILIZATION": "80"},
-			args: []string{"--safe-utilization=70", "--safe-percentile=5", "--safe-forecast-weight=1", "--safe-print-table=true"},
-			want: Config{Utilization: 70, Percentile: 5, ForecastWeight: 1, PrintTable: true}},
+			"SAFEFORECASTWEIGHT": "100", "SAFEPRINTTABLE": "true", "SAFE_MAX_STATS_AGE": "1h30m", "SAFE_STALE": "Reject"},
+			want: Config{Utilization: 80, Percentile: 0, ForecastWeight: 100, PrintTable: true,
+				MaxStatsAge: framework.Duration(90 * time.Minute), Stale: StaleReject}},
+		{name: "flags win", env: map[string]string{"SAFEUTILIZATION": "80", "SAFE_MAX_STATS_AGE": "1h"},
+			args: []string{"--safe-utilization=70", "--safe-percentile=5", "--safe-forecast-weight=1", "--safe-print-table=true",
+				"--safe-max-stats-age=0", "--safe-stale=reject"},
+			want: Config{Utilization: 70, Percentile: 5, ForecastWeight: 1, PrintTable: true, Stale: StaleReject}},
+		{name: "bad duration", env: map[string]string{"SAFE_MAX_STATS_AGE": "30"}, errs: []string{"SAFE_MAX_STATS_AGE", `"30" is not a duration`}},
+		{name: "negative age", env: map[string]string{"SAFE_MAX_STATS_AGE": "-5m"},
+			errs: []string{"SAFE_MAX_STATS_AGE (or --safe-max-stats-age): -5m is out of range [0s, 720h]"}},
+		{name: "bad policy", args: []string{"--safe-stale=drop"}, errs: []string{"SAFE_STALE (or --safe-stale)", `"drop" is not one of ignore, reject`}},
 		{name: "out of range", env: map[string]string{"SAFEUTILIZATION": "150"}, errs: []string{"SAFEUTILIZATION", "150"}},
 		{name: "not an integer", env: map[string]string{"SAFEUTILIZATION": "abc"}, errs: []string{"SAFEUTILIZATION", `"abc"`}},
 		{name: "fraction", env: map[string]string{"SAFEPERCENTILE": "30.5"}, errs: []string{"SAFEPERCENTILE"}},

@@ -7,12 +7,15 @@
 //	names:  + safe filter, safe-overload priority, congestion priority (nodeCacheCapable: true)
 //	full:   the same extenders receiving full Node objects (nodeCacheCapable: false)
 //	pigeon: names + the pigeon-holing priority
+//	combined: names' functions in two calls a pod: the safe filter and priorities/combined
+//	          (safe-overload=1,congestion=1, weight 2) on one extender serving both agents
 //
 // For each node count it creates the nodes once, starts the extenders once (one process each,
 // as sidecars run), then for each mode pre-creates the pods, starts a scheduler with that
 // mode's configuration and times the bindings: pods/s = (pods - 1) / (last binding - first
 // binding), so scheduler start-up is not counted. It prints a table with each mode's ratio to
-// "alone". Usage: make bench-e2e, or go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000.
+// "alone" (and, with -rounds, medians over interleaved rounds). Usage: make bench-e2e, or
+// go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000 [-modes names,combined -rounds 3].
 package main
 
 import (
@@ -46,9 +49,11 @@ type mode struct {
 	extenders func(p ports) string
 }
 
-type ports struct{ safe, congestion, pigeon, template, template2 int }
+type ports struct{ safe, congestion, pigeon, template, template2, combined int }
 
-func (p ports) all() []int { return []int{p.safe, p.congestion, p.pigeon, p.template, p.template2} }
+func (p ports) all() []int {
+	return []int{p.safe, p.congestion, p.pigeon, p.template, p.template2, p.combined}
+}
 
 // serveTimes reads every extender's /metrics and returns, per "agent/function/verb", the
 // requests served and the seconds spent serving them.
@@ -132,13 +137,24 @@ var modes = []mode{
   nodeCacheCapable: true
 `, p.pigeon)
 	}},
+	{"combined", "safe filter + combined(safe-overload, congestion), NodeNames", func(p ports) string {
+		return fmt.Sprintf(`extenders:
+- urlPrefix: http://127.0.0.1:%d/scheduler
+  filterVerb: predicates/safe-overload
+  prioritizeVerb: priorities/combined
+  weight: 2
+  nodeCacheCapable: true
+`, p.combined)
+	}},
 }
 
 func main() {
 	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
 	pods := flag.Int("pods", 1000, "pods scheduled per mode")
-	only := flag.String("modes", "alone,floor,names,full,pigeon", "comma-separated modes to run")
+	only := flag.String("modes", "alone,floor,names,full,pigeon,combined", "comma-separated modes to run")
 	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
+	rounds := flag.Int("rounds", 1, "run the selected modes this many times, interleaved (a, b, a, b), so that a shared "+
+		"machine's drift spreads over every mode; with more than one, medians follow the table")
 	flag.Parse()
 
 	s := harness.NewSession(os.Stderr)
@@ -157,10 +173,10 @@ func main() {
 	}
 
 	type row struct {
-		nodes int
-		mode  mode
-		rate  float64
-		serve string
+		nodes, round int
+		mode         mode
+		rate         float64
+		serve        string
 	}
 	var rows []row
 	for _, n := range counts {
@@ -169,15 +185,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes: creating nodes\n", n)
 		createNodes(s, c, n)
 		p := startExtenders(s, c)
-		for _, m := range modes {
-			if !selected[m.name] {
-				continue
+		for round := 1; round <= *rounds; round++ {
+			for _, m := range modes {
+				if !selected[m.name] {
+					continue
+				}
+				before := serveTimes(p)
+				rate := runMode(s, c, client, m, round, p, n, *pods, *timeout)
+				serve := serveSummary(before, serveTimes(p), *pods)
+				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s; extender time per call: %s\n", n, round, m.name, rate, serve)
+				rows = append(rows, row{n, round, m, rate, serve})
 			}
-			before := serveTimes(p)
-			rate := runMode(s, c, client, m, p, n, *pods, *timeout)
-			serve := serveSummary(before, serveTimes(p), *pods)
-			fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, %s: %.1f pods/s; extender time per call: %s\n", n, m.name, rate, serve)
-			rows = append(rows, row{n, m, rate, serve})
 		}
 		s.Close() // stop this cluster before the next node count
 		s = harness.NewSession(os.Stderr)
@@ -186,19 +204,71 @@ func main() {
 	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode, %s, %d CPUs\n\n", *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
 	fmt.Println("| nodes | mode | pods/s | ratio to alone | extender's own time per call (mean) |")
 	fmt.Println("|---:|---|---:|---:|---|")
-	base := map[int]float64{}
+	type key struct{ nodes, round int }
+	base, names := map[key]float64{}, map[key]float64{}
 	for _, r := range rows {
-		if r.mode.name == "alone" {
-			base[r.nodes] = r.rate
+		switch r.mode.name {
+		case "alone":
+			base[key{r.nodes, r.round}] = r.rate
+		case "names":
+			names[key{r.nodes, r.round}] = r.rate
 		}
 	}
 	for _, r := range rows {
 		ratio := "n/a"
-		if b := base[r.nodes]; b > 0 {
+		if b := base[key{r.nodes, r.round}]; b > 0 {
 			ratio = fmt.Sprintf("%.2f", r.rate/b)
 		}
-		fmt.Printf("| %d | %s (%s) | %.1f | %s | %s |\n", r.nodes, r.mode.name, r.mode.about, r.rate, ratio, r.serve)
+		label := r.mode.name
+		if *rounds > 1 {
+			label = fmt.Sprintf("%s, round %d", r.mode.name, r.round)
+		}
+		fmt.Printf("| %d | %s (%s) | %.1f | %s | %s |\n", r.nodes, label, r.mode.about, r.rate, ratio, r.serve)
 	}
+	if *rounds < 2 {
+		return
+	}
+	// Medians over the rounds, and each mode's ratio to names measured in the same round.
+	fmt.Printf("\nMedians over %d rounds\n\n", *rounds)
+	fmt.Println("| nodes | mode | median pods/s | median ratio to alone | median ratio to names (same round) |")
+	fmt.Println("|---:|---|---:|---:|---:|")
+	for _, n := range counts {
+		for _, m := range modes {
+			var rates, toAlone, toNames []float64
+			for _, r := range rows {
+				if r.nodes != n || r.mode.name != m.name {
+					continue
+				}
+				rates = append(rates, r.rate)
+				if b := base[key{n, r.round}]; b > 0 {
+					toAlone = append(toAlone, r.rate/b)
+				}
+				if b := names[key{n, r.round}]; b > 0 {
+					toNames = append(toNames, r.rate/b)
+				}
+			}
+			if len(rates) > 0 {
+				fmt.Printf("| %d | %s | %.1f | %s | %s |\n", n, m.name, median(rates), medianText(toAlone), medianText(toNames))
+			}
+		}
+	}
+}
+
+// median returns the median of v (not empty).
+func median(v []float64) float64 {
+	v = append([]float64(nil), v...)
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func medianText(v []float64) string {
+	if len(v) == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", median(v))
 }
 
 // serveSummary gives, per function called during a mode, the mean time the extender spent on
@@ -301,7 +371,7 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 		env["AGENTS"] = agent
 		env["KUBECONFIG"] = c.Kubeconfig
 		env["LOG_LEVEL"] = "WARNING"
-		e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-" + agent, Binary: bin, Env: env})
+		e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-" + strings.ReplaceAll(agent, ",", "-"), Binary: bin, Env: env})
 		return e.Port
 	}
 	return ports{
@@ -310,13 +380,14 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 		pigeon:     start("pigeon", map[string]string{"POLICY_OBJECTIVE": "A_BINPACK"}),
 		template:   start("template", map[string]string{}),
 		template2:  start("template", map[string]string{}),
+		combined:   start("safe,congestion", map[string]string{"COMBINED_PRIORITIES": "safe-overload=1,congestion=1"}),
 	}
 }
 
-func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, p ports, nodes, pods int, timeout time.Duration) float64 {
+func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, timeout time.Duration) float64 {
 	ctx, cancel := context.WithTimeout(s.Context(), timeout)
 	defer cancel()
-	ns := "bench-" + m.name
+	ns := fmt.Sprintf("bench-%s-%d", m.name, round)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		s.Fatalf("namespace %s: %v", ns, err)
 	}
@@ -380,7 +451,7 @@ leaderElection:
 profiles:
 - schedulerName: my-scheduler
 ` + m.extenders(p)
-	sched := c.StartScheduler(s, harness.SchedulerOptions{Name: "scheduler-" + m.name, Config: []byte(cfg)})
+	sched := c.StartScheduler(s, harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", m.name, round), Config: []byte(cfg)})
 	defer sched.Stop()
 
 	select {
