@@ -88,6 +88,14 @@ func (c *Counts) CountWith(group Key, pod *corev1.Pod) int {
 	return n
 }
 
+// Seen reports whether pod is counted in some group: the events have told of it.
+func (c *Counts) Seen(pod *corev1.Pod) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.member[PodKey(pod)]
+	return ok
+}
+
 // Groups returns the number of groups with at least one pod counted.
 func (c *Counts) Groups() int {
 	c.mu.RLock()

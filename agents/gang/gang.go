@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/settings"
 )
 
 // Name is the agent's name and build tag.
@@ -33,14 +35,22 @@ const Name = "gang"
 // FilterGang is the filter's name: the route /scheduler/predicates/gang.
 const FilterGang = "gang"
 
-// Config is the agent's configuration: it has no settings (the groups say everything).
-type Config struct{}
+// Config holds the agent's settings (see settings.Bind for the tags); the groups themselves
+// say everything else.
+type Config struct {
+	// CacheWait bounds how long the filter waits for the pod cache to catch up with the pod it
+	// judges before rejecting it (see filter).
+	CacheWait time.Duration `json:"cacheWait" env:"GANG_CACHE_WAIT" flag:"gang-cache-wait" help:"longest wait for the pod cache to see the pod being judged before rejecting it for a short group (0..4s)"`
+}
 
 // DefaultConfig returns the configuration with every default.
-func DefaultConfig() Config { return Config{} }
+func DefaultConfig() Config { return Config{CacheWait: time.Second} }
 
-// Validate implements framework.Config: there is nothing to check.
-func (c Config) Validate() error { return nil }
+// maxCacheWait stays below kube-scheduler's default extender httpTimeout (5 s).
+const maxCacheWait = 4 * time.Second
+
+// Validate reports every bad field, each as a settings.FieldError.
+func (c Config) Validate() error { return settings.Range("cacheWait", c.CacheWait, 0, maxCacheWait) }
 
 // Registration offers the agent to the programs that run agents (the extender's gang.go).
 var Registration = framework.Register(Name, DefaultConfig, New)
@@ -55,6 +65,7 @@ type Cluster interface {
 
 // Agent is the gang agent. It is safe for concurrent use.
 type Agent struct {
+	cfg    Config
 	log    *logrus.Entry
 	counts *Counts
 	// podsSynced reports that the counts hold every pod of the initial list.
@@ -93,7 +104,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		h.Log.Warn(err.Error() + "; pods of a group will fail the gang filter")
 		return &Agent{log: h.Log, unavailable: err}, nil
 	}
-	a := &Agent{log: h.Log, counts: NewCounts()}
+	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts()}
 	reg, err := src.AddPodHandler(a.counts.Handler())
 	if err != nil {
 		return nil, err
@@ -135,7 +146,14 @@ func (a *Agent) Prioritizers() []framework.Prioritizer { return nil }
 // rejects every node as unresolvable otherwise (preemption cannot bring the missing members).
 // It fails (an error, so the scheduler retries the pod) while the counts or, for a pod naming a
 // PodGroup, the PodGroup objects have not been read yet.
-func (a *Agent) filter(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+//
+// A group found short is judged again once the pod cache has seen the pod itself (waiting up
+// to CacheWait): the cache follows the API server's watch, in order, so once it holds this pod
+// it holds every member created before it. Without that wait, the last member of a group
+// created in a burst could be rejected for a lagging cache, and then nothing would retry the
+// group: kube-scheduler retries a pod an extender rejected on node and bound-pod events, and
+// the last member's binding is what brings the others back.
+func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	out := make([]framework.Verdict, len(nodes))
 	key, in := KeyOf(pod)
 	if !in {
@@ -157,6 +175,9 @@ func (a *Agent) filter(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node)
 		reason = err.Error()
 	case in:
 		reason = req.Check(a.counts.CountWith(req.Key, pod))
+		if reason != "" && !a.counts.Seen(pod) && a.waitSeen(ctx, pod) {
+			reason = req.Check(a.counts.CountWith(req.Key, pod))
+		}
 	}
 	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		a.log.WithFields(logrus.Fields{"pod": pod.Namespace + "/" + pod.Name, "group": key.String(), "label": key.Label,
@@ -168,6 +189,19 @@ func (a *Agent) filter(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node)
 		}
 	}
 	return out, nil
+}
+
+// waitSeen waits up to CacheWait (or until ctx ends) for the counts to have seen pod, and
+// reports whether they have.
+func (a *Agent) waitSeen(ctx context.Context, pod *corev1.Pod) bool {
+	deadline := time.Now().Add(a.cfg.CacheWait)
+	for !a.counts.Seen(pod) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }
 
 // lookup reads a PodGroup from the informer's cache.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // fakeCluster gives the agent a pod informer over a fake clientset and a PodGroup informer over
@@ -183,5 +184,57 @@ func TestFilterBeforeSync(t *testing.T) {
 	member := fixtures.MakePod().Name("m").Label(LabelPodGroup, "g").Label(LabelMinAvailable, "2").Obj()
 	if _, err := a.filter(t.Context(), member, nodes); err == nil || !strings.Contains(err.Error(), "not synced") {
 		t.Fatalf("error %v, want the cache not synced", err)
+	}
+}
+
+// A group found short is judged again once the cache has seen the pod itself: here g-1 and g-2
+// reach the cache while g-2 is being judged, and g-2 passes. Without the wait it would be
+// rejected with 2 of 3 (g-0 and itself), and nothing would retry the group.
+func TestFilterWaitsForTheCache(t *testing.T) {
+	riya := func(name string) *corev1.Pod {
+		return fixtures.MakePod().Name(name).Namespace("ns").Label(LabelPodGroup, "g").Label(LabelMinAvailable, "3").Obj()
+	}
+	f := newFakeCluster([]runtime.Object{riya("g-0")})
+	a := newAgent(t, f)
+	f.start(t)
+	waitSynced(t, a)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		for _, name := range []string{"g-1", "g-2"} {
+			if _, err := f.client.CoreV1().Pods("ns").Create(context.Background(), riya(name), metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	got, err := a.filter(t.Context(), riya("g-2"), nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(everyNode(framework.Verdict{}), got); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+
+	// A pod the cache never sees is judged after CacheWait with what the cache holds.
+	a.cfg.CacheWait = 100 * time.Millisecond
+	start := time.Now()
+	got, _ = a.filter(t.Context(), fixtures.MakePod().Name("h-0").Namespace("ns").Label(LabelPodGroup, "h").Label(LabelMinAvailable, "2").Obj(), nodes)
+	if waited := time.Since(start); waited < 100*time.Millisecond || got[0].Passes() {
+		t.Errorf("after %s: %+v; want a rejection after waiting 100ms", waited, got)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	cfg, err := settingstest.Bind(DefaultConfig(), map[string]string{"GANG_CACHE_WAIT": "250ms"})
+	if err != nil || cfg.CacheWait != 250*time.Millisecond {
+		t.Fatalf("GANG_CACHE_WAIT=250ms: %+v, %v", cfg, err)
+	}
+	if DefaultConfig().CacheWait != time.Second {
+		t.Errorf("default wait %s, want 1s", DefaultConfig().CacheWait)
+	}
+	if err := (Config{CacheWait: 5 * time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "cacheWait") {
+		t.Errorf("5s: %v, want an error naming cacheWait", err)
+	}
+	if err := (Config{CacheWait: -time.Second}).Validate(); err == nil {
+		t.Error("a negative wait validates")
 	}
 }
