@@ -39,6 +39,7 @@ var extenderFiles = map[string][]string{
 	"extender.template.yaml":        {"template"},
 	"extender.safe.congestion.yaml": {"safe", "congestion"},
 	"extender.safe.pigeon.yaml":     {"safe", "pigeon"},
+	"extender.gang.yaml":            {"gang"},
 }
 
 // TestExtenderFilesShape checks what the deployment files promise beyond validation: every

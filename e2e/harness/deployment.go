@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -222,16 +223,20 @@ func EnvValue(c corev1.Container, name string) (string, bool) {
 	return "", false
 }
 
-// SidecarPort returns the port an extender sidecar serves on: its HTTP_PORT, which must be a
-// plain port number and one of its containerPorts.
+// SidecarPort returns the port an extender sidecar serves on: its HTTP_PORT, a port number or
+// host:port (127.0.0.1:5401), whose port must be one of its containerPorts.
 func SidecarPort(c corev1.Container) (int, error) {
 	v, ok := EnvValue(c, "HTTP_PORT")
 	if !ok {
 		return 0, fmt.Errorf("container %s: no HTTP_PORT value", c.Name)
 	}
-	port, err := strconv.Atoi(v)
+	p := v
+	if _, hp, err := net.SplitHostPort(v); err == nil {
+		p = hp
+	}
+	port, err := strconv.Atoi(p)
 	if err != nil {
-		return 0, fmt.Errorf("container %s: HTTP_PORT %q is not a port number", c.Name, v)
+		return 0, fmt.Errorf("container %s: HTTP_PORT %q is neither a port number nor host:port", c.Name, v)
 	}
 	for _, p := range c.Ports {
 		if int(p.ContainerPort) == port {
