@@ -62,6 +62,9 @@ func TestGangYAML(t *testing.T) {
 		bound := waitBound(t, c, pods, created)
 		t.Logf("group b created in a burst: bound after the first member's creation: b-0 %.1fs, b-1 %.1fs, b-2 %.1fs",
 			bound["b-0"].Seconds(), bound["b-1"].Seconds(), bound["b-2"].Seconds())
+		for _, p := range pods {
+			t.Logf("%s's events:\n%s", p, harness.FormatEvents(c.Events(t, "default", p)))
+		}
 	})
 	t.Run("rejected", func(t *testing.T) {
 		c.CreatePod(t, harness.PodSpec{Name: "ghost-0", SchedulerName: schedulerName,
