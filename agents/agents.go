@@ -6,6 +6,7 @@ package agents
 
 import (
 	"github.com/kube-safe-scheduler/extender/agents/congestion"
+	"github.com/kube-safe-scheduler/extender/agents/gang"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
 	"github.com/kube-safe-scheduler/extender/agents/safe"
 	"github.com/kube-safe-scheduler/extender/agents/template"
@@ -15,6 +16,7 @@ import (
 // All is every agent, sorted by name.
 var All = []framework.Registration{
 	congestion.Registration,
+	gang.Registration,
 	pigeon.Registration,
 	safe.Registration,
 	template.Registration,

@@ -43,6 +43,8 @@ type Cache struct {
 
 	startOnce sync.Once
 	events    events
+	// extra are the informers agents added with Watch (watch.go).
+	extra extraInformers
 }
 
 // podShare is one pod's part of its node's allocation.
@@ -136,6 +138,7 @@ func (s *Cache) Start(ctx context.Context) (stop func()) {
 		s.log.Info("starting the node and pod informers")
 		wg.Go(func() { s.nodes.RunWithContext(ctx) })
 		wg.Go(func() { s.pods.RunWithContext(ctx) })
+		s.extra.run(ctx, &wg)
 	})
 	return func() {
 		cancel()

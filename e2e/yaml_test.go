@@ -43,6 +43,7 @@ var extenderFiles = map[string][]string{
 	"extender.safe.mtls.yaml":       {"safe"},
 	// one sidecar, image all, AGENTS=safe,congestion, with priorities/combined
 	"extender.safe.congestion.combined.yaml": {"safe", "congestion"},
+	"extender.gang.yaml":                     {"gang"},
 }
 
 // TestExtenderFilesShape checks what the deployment files promise beyond validation: every

@@ -151,7 +151,7 @@ func TestGenerateRejects(t *testing.T) {
 		agents []string
 		want   string
 	}{
-		{[]string{"oracle"}, `unknown agent "oracle" (agents: safe, congestion, pigeon, template)`},
+		{[]string{"oracle"}, `unknown agent "oracle" (agents: ` + strings.Join(AgentNames(), ", ") + ")"},
 		{nil, "no agent given"},
 		{[]string{" "}, "no agent given"},
 	} {

@@ -1,0 +1,218 @@
+// Package gang is the gang agent: it holds back the pods of a group until enough of the group
+// exist. A group is named by the riya-scheduler's labels (podGroup, with the minimum in
+// minAvailable) or by scheduler-plugins' Coscheduling label scheduling.x-k8s.io/pod-group, whose
+// PodGroup object holds the minimum (spec.minMember). The filter "gang" rejects every node, as
+// unresolvable, while fewer than the minimum non-terminated pods of the pod's group exist in its
+// namespace, and passes every node once they do.
+//
+// group.go and count.go are the mode-independent logic (resolution of a pod's group, per-group
+// counts fed by pod events), meant to be reused by a scheduler plugin; this file is the extender
+// agent. See README.md for what an extender can and cannot promise.
+package gang
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/settings"
+)
+
+// Name is the agent's name and build tag.
+const Name = "gang"
+
+// FilterGang is the filter's name: the route /scheduler/predicates/gang.
+const FilterGang = "gang"
+
+// Config holds the agent's settings (see settings.Bind for the tags); the groups themselves
+// say everything else.
+type Config struct {
+	// CacheWait bounds how long the filter waits for the pod cache to catch up with the pod it
+	// judges before rejecting it (see filter).
+	CacheWait time.Duration `json:"cacheWait" env:"GANG_CACHE_WAIT" flag:"gang-cache-wait" help:"longest wait for the pod cache to see the pod being judged before rejecting it for a short group (0..4s)"`
+}
+
+// DefaultConfig returns the configuration with every default.
+func DefaultConfig() Config { return Config{CacheWait: time.Second} }
+
+// maxCacheWait stays below kube-scheduler's default extender httpTimeout (5 s).
+const maxCacheWait = 4 * time.Second
+
+// Validate reports every bad field, each as a settings.FieldError.
+func (c Config) Validate() error { return settings.Range("cacheWait", c.CacheWait, 0, maxCacheWait) }
+
+// Registration offers the agent to the programs that run agents (the extender's gang.go).
+var Registration = framework.Register(Name, DefaultConfig, New)
+
+// Cluster is what the agent needs of the cluster view besides framework.Cluster: the events of
+// the shared pod informer, to keep per-group counts, and an informer over PodGroup objects. The
+// extender's cluster.Cache provides both.
+type Cluster interface {
+	AddPodHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	Watch(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error)
+}
+
+// Agent is the gang agent. It is safe for concurrent use.
+type Agent struct {
+	cfg    Config
+	log    *logrus.Entry
+	counts *Counts
+	// podsSynced reports that the counts hold every pod of the initial list.
+	podsSynced func() bool
+	groups     cache.SharedIndexInformer
+	// unavailable, when not nil, is why the agent cannot count (no cluster access): the
+	// filter's error for the pods of a group.
+	unavailable error
+}
+
+var _ framework.Agent = (*Agent)(nil)
+
+// ErrNoClusterAccess is the filter's error, for a pod of a group, in a process without
+// cluster access.
+var ErrNoClusterAccess = errors.New("the gang agent counts each group's pods in the cluster and needs cluster access, " +
+	"which is off: set CLUSTER_ACCESS=auto (the default) and give a kubeconfig (KUBECONFIG) or run in a pod")
+
+// New returns the agent for cfg. It registers its pod handler and its PodGroup informer with
+// h.Cluster (which must implement Cluster); they start with the cluster view.
+//
+// Without cluster access New still succeeds, with a warning naming CLUSTER_ACCESS: one image
+// built with every agent (-tags all) serves them all by default, with or without cluster
+// access. The filter then passes pods in no group and fails, with ErrNoClusterAccess, for the
+// pods of a group, so that the scheduler's events say what to fix.
+func New(cfg Config, h framework.Handle) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid gang config: %w", err)
+	}
+	if h.Cluster == nil {
+		h.Log.Warn(ErrNoClusterAccess.Error() + "; pods of a group will fail the gang filter")
+		return &Agent{log: h.Log, unavailable: ErrNoClusterAccess}, nil
+	}
+	src, ok := h.Cluster.(Cluster)
+	if !ok {
+		err := fmt.Errorf("the gang agent needs pod events and PodGroup objects, which this cluster view (%T) does not give", h.Cluster)
+		h.Log.Warn(err.Error() + "; pods of a group will fail the gang filter")
+		return &Agent{log: h.Log, unavailable: err}, nil
+	}
+	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts()}
+	reg, err := src.AddPodHandler(a.counts.Handler())
+	if err != nil {
+		return nil, err
+	}
+	a.podsSynced = reg.HasSynced
+	if a.groups, err = src.Watch(PodGroupResource); err != nil {
+		return nil, err
+	}
+	// A missing PodGroup definition is the likely failure: say how to fix it, once (client-go
+	// retries with backoff; later failures are logged at DEBUG).
+	var warned atomic.Bool
+	_ = a.groups.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) {
+		if ctx.Err() != nil || err == nil || errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return
+		}
+		if warned.Swap(true) {
+			a.log.WithError(err).Debugf("cannot list or watch %s", PodGroupResource.GroupResource())
+			return
+		}
+		a.log.WithError(err).Warnf("cannot list or watch %s (is the PodGroup definition installed? kubectl apply -f yamlfiles/podgroup-crd.yaml); "+
+			"pods naming a PodGroup cannot be judged until it is", PodGroupResource.GroupResource())
+	})
+	a.log.Info("gang agent configured: groups by labels podGroup/minAvailable and by PodGroup objects (" + LabelPodGroupName + ")")
+	return a, nil
+}
+
+// Name implements framework.Agent.
+func (a *Agent) Name() string { return Name }
+
+// Filters implements framework.Agent.
+func (a *Agent) Filters() []framework.Filter {
+	return []framework.Filter{{Name: FilterGang, Func: a.filter}}
+}
+
+// Prioritizers implements framework.Agent: the agent has none.
+func (a *Agent) Prioritizers() []framework.Prioritizer { return nil }
+
+// filter passes every node for a pod in no group or whose group has its minimum of pods, and
+// rejects every node as unresolvable otherwise (preemption cannot bring the missing members).
+// It fails (an error, so the scheduler retries the pod) while the counts or, for a pod naming a
+// PodGroup, the PodGroup objects have not been read yet.
+//
+// A group found short is judged again once the pod cache has seen the pod itself (waiting up
+// to CacheWait): the cache follows the API server's watch, in order, so once it holds this pod
+// it holds every member created before it. Without that wait, the last member of a group
+// created in a burst could be rejected for a lagging cache, and then nothing would retry the
+// group: kube-scheduler retries a pod an extender rejected on node and bound-pod events, and
+// the last member's binding is what brings the others back.
+func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+	out := make([]framework.Verdict, len(nodes))
+	key, in := KeyOf(pod)
+	if !in {
+		return out, nil
+	}
+	if a.unavailable != nil {
+		return nil, a.unavailable
+	}
+	if !a.podsSynced() {
+		return nil, errors.New("the pod cache has not synced yet")
+	}
+	if key.Label == LabelPodGroupName && !a.groups.HasSynced() {
+		return nil, fmt.Errorf("the PodGroup objects (%s) have not been read yet; is the PodGroup definition installed?", PodGroupResource.GroupResource())
+	}
+	req, in, err := Resolve(pod, a.lookup)
+	reason := ""
+	switch {
+	case err != nil:
+		reason = err.Error()
+	case in:
+		reason = req.Check(a.counts.CountWith(req.Key, pod))
+		if reason != "" && !a.counts.Seen(pod) && a.waitSeen(ctx, pod) {
+			reason = req.Check(a.counts.CountWith(req.Key, pod))
+		}
+	}
+	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		a.log.WithFields(logrus.Fields{"pod": pod.Namespace + "/" + pod.Name, "group": key.String(), "label": key.Label,
+			"rejected": reason}).Debug("gang filter")
+	}
+	if reason != "" {
+		for i := range out {
+			out[i] = framework.RejectUnresolvable(reason)
+		}
+	}
+	return out, nil
+}
+
+// waitSeen waits up to CacheWait (or until ctx ends) for the counts to have seen pod, and
+// reports whether they have.
+func (a *Agent) waitSeen(ctx context.Context, pod *corev1.Pod) bool {
+	deadline := time.Now().Add(a.cfg.CacheWait)
+	for !a.counts.Seen(pod) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// lookup reads a PodGroup from the informer's cache.
+func (a *Agent) lookup(namespace, name string) (*PodGroup, error) {
+	obj, ok, err := a.groups.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("PodGroup %s/%s: unexpected object %T", namespace, name, obj)
+	}
+	return PodGroupFromUnstructured(u)
+}

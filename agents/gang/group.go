@@ -1,0 +1,190 @@
+package gang
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file is the group logic, pure and shared by every mode: which group a pod belongs to,
+// the minimum that group asks for, and whether a count of its pods meets it. It reads pods and
+// PodGroup objects and nothing else (no cluster, no scheduler).
+
+// The labels that put a pod in a group.
+const (
+	// LabelPodGroup and LabelMinAvailable are the riya-scheduler's: the group's name and its
+	// minimum, on every member.
+	LabelPodGroup     = "podGroup"
+	LabelMinAvailable = "minAvailable"
+	// LabelPodGroupName is scheduler-plugins' Coscheduling label: it names a PodGroup object in
+	// the pod's namespace, which holds the minimum (spec.minMember).
+	LabelPodGroupName = "scheduling.x-k8s.io/pod-group"
+)
+
+// PodGroupResource is the PodGroup custom resource (yamlfiles/podgroup-crd.yaml), the one of
+// scheduler-plugins' Coscheduling.
+var PodGroupResource = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+
+// DefaultScheduleTimeout is how long a group's members may wait for each other when the
+// PodGroup sets no scheduleTimeoutSeconds (or a riya group, which has no such setting): the
+// Coscheduling default.
+const DefaultScheduleTimeout = 60 * time.Second
+
+// Key identifies a group: the label that names it (LabelPodGroup or LabelPodGroupName: a riya
+// group and a PodGroup of the same name are different groups), the namespace and the name.
+type Key struct {
+	Label     string
+	Namespace string
+	Name      string
+}
+
+// String returns namespace/name.
+func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// KeyOf returns the group pod is counted in, from its labels alone, and false for a pod in no
+// group (no group label, or an empty one). A pod carrying both group labels is counted in its
+// PodGroup's group (Resolve rejects it).
+func KeyOf(pod *corev1.Pod) (Key, bool) {
+	if name := pod.Labels[LabelPodGroupName]; name != "" {
+		return Key{Label: LabelPodGroupName, Namespace: pod.Namespace, Name: name}, true
+	}
+	if name := pod.Labels[LabelPodGroup]; name != "" {
+		return Key{Label: LabelPodGroup, Namespace: pod.Namespace, Name: name}, true
+	}
+	return Key{}, false
+}
+
+// Requirement is what a group asks of its members.
+type Requirement struct {
+	Key
+	// Min is the number of the group's pods that must exist before any is placed.
+	Min int32
+	// MinField names where Min was read ("minAvailable" or "minMember"), for messages.
+	MinField string
+	// ScheduleTimeout is how long members may wait for each other to be placed (plugin mode's
+	// Permit): the PodGroup's scheduleTimeoutSeconds, else DefaultScheduleTimeout.
+	ScheduleTimeout time.Duration
+}
+
+// PodGroup is what the group logic reads of a scheduling.x-k8s.io/v1alpha1 PodGroup.
+type PodGroup struct {
+	Namespace, Name string
+	// MinMember is spec.minMember, nil when the object has none.
+	MinMember *int32
+	// ScheduleTimeoutSeconds is spec.scheduleTimeoutSeconds, nil when the object has none.
+	ScheduleTimeoutSeconds *int32
+}
+
+// PodGroupLookup returns the PodGroup namespace/name, nil when there is none. An error means the
+// object exists but cannot be read (a field of the wrong type); its message names the object.
+type PodGroupLookup func(namespace, name string) (*PodGroup, error)
+
+// Resolve returns the requirement of pod's group, and false for a pod in no group (it is not
+// to be held back). An error means the pod names a group whose minimum cannot be known: the
+// minimum label is missing or not a number, the PodGroup does not exist or has no valid
+// spec.minMember, or the pod carries both kinds of group label. Such a pod is to be rejected,
+// with the error's message, which names the label or object and the bad value.
+func Resolve(pod *corev1.Pod, lookup PodGroupLookup) (Requirement, bool, error) {
+	key, ok := KeyOf(pod)
+	if !ok {
+		return Requirement{}, false, nil
+	}
+	if other := pod.Labels[LabelPodGroup]; key.Label == LabelPodGroupName && other != "" {
+		return Requirement{}, false, fmt.Errorf("pod has both label %s=%q and label %s=%q: a pod belongs to one group; keep one",
+			LabelPodGroup, other, LabelPodGroupName, key.Name)
+	}
+	if key.Label == LabelPodGroup {
+		min, err := minAvailable(pod, key)
+		if err != nil {
+			return Requirement{}, false, err
+		}
+		return Requirement{Key: key, Min: min, MinField: LabelMinAvailable, ScheduleTimeout: DefaultScheduleTimeout}, true, nil
+	}
+	pg, err := lookup(key.Namespace, key.Name)
+	if err != nil {
+		return Requirement{}, false, err
+	}
+	if pg == nil {
+		return Requirement{}, false, fmt.Errorf("PodGroup %s named by label %s does not exist", key, LabelPodGroupName)
+	}
+	switch {
+	case pg.MinMember == nil:
+		return Requirement{}, false, fmt.Errorf("PodGroup %s has no spec.minMember", key)
+	case *pg.MinMember < 0:
+		return Requirement{}, false, fmt.Errorf("PodGroup %s has spec.minMember %d: a minimum cannot be negative", key, *pg.MinMember)
+	}
+	timeout := DefaultScheduleTimeout
+	if s := pg.ScheduleTimeoutSeconds; s != nil && *s > 0 {
+		timeout = time.Duration(*s) * time.Second
+	}
+	return Requirement{Key: key, Min: *pg.MinMember, MinField: "minMember", ScheduleTimeout: timeout}, true, nil
+}
+
+// minAvailable reads a riya member's minimum: an integer 0..2^31-1 (0 and 1 hold nothing back).
+func minAvailable(pod *corev1.Pod, key Key) (int32, error) {
+	v, ok := pod.Labels[LabelMinAvailable]
+	if !ok {
+		return 0, fmt.Errorf("pod is in pod group %s (label %s) but has no label %s", key, LabelPodGroup, LabelMinAvailable)
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("label %s is %q, not an integer (pod group %s)", LabelMinAvailable, v, key)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("label %s is %q: a minimum cannot be negative (pod group %s)", LabelMinAvailable, v, key)
+	}
+	return int32(n), nil
+}
+
+// Check returns "" when count pods of the group exist (the pod being placed included) and that
+// meets the minimum, else the reason the pod must wait.
+func (r Requirement) Check(count int) string {
+	if count >= int(r.Min) {
+		return ""
+	}
+	return fmt.Sprintf("pod group %s has %d of %d pods (%s %d)", r.Key, count, r.Min, r.MinField, r.Min)
+}
+
+// PodGroupFromUnstructured reads a PodGroup object as a dynamic client or informer gives it.
+func PodGroupFromUnstructured(u *unstructured.Unstructured) (*PodGroup, error) {
+	pg := &PodGroup{Namespace: u.GetNamespace(), Name: u.GetName()}
+	var err error
+	if pg.MinMember, err = int32Field(u, "minMember"); err != nil {
+		return nil, err
+	}
+	if pg.ScheduleTimeoutSeconds, err = int32Field(u, "scheduleTimeoutSeconds"); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+// int32Field returns spec.<field>, nil when absent. JSON numbers decode as int64, or float64
+// when they are written with a fraction or exponent; both are accepted when they hold an int32.
+func int32Field(u *unstructured.Unstructured, field string) (*int32, error) {
+	v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", field)
+	if !found || v == nil {
+		return nil, nil
+	}
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case float64:
+		if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
+			return nil, fmt.Errorf("PodGroup %s/%s: spec.%s is %v, not an integer", u.GetNamespace(), u.GetName(), field, x)
+		}
+		n = int64(x)
+	default:
+		return nil, fmt.Errorf("PodGroup %s/%s: spec.%s is %#v, not an integer", u.GetNamespace(), u.GetName(), field, v)
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return nil, fmt.Errorf("PodGroup %s/%s: spec.%s is %d, beyond a 32-bit integer", u.GetNamespace(), u.GetName(), field, n)
+	}
+	m := int32(n)
+	return &m, nil
+}

@@ -1,0 +1,200 @@
+package gang
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+)
+
+func i32(v int32) *int32 { return &v }
+
+// podGroups is a PodGroupLookup over fixed objects.
+func podGroups(groups ...PodGroup) PodGroupLookup {
+	return func(namespace, name string) (*PodGroup, error) {
+		for _, g := range groups {
+			if g.Namespace == namespace && g.Name == name {
+				return &g, nil
+			}
+		}
+		return nil, nil
+	}
+}
+
+func pod(labels map[string]string) *corev1.Pod {
+	w := fixtures.MakePod().Name("p").Namespace("ns")
+	for k, v := range labels {
+		w.Label(k, v)
+	}
+	return w.Obj()
+}
+
+func TestResolve(t *testing.T) {
+	lookup := podGroups(
+		PodGroup{Namespace: "ns", Name: "pg", MinMember: i32(3), ScheduleTimeoutSeconds: i32(20)},
+		PodGroup{Namespace: "ns", Name: "no-timeout", MinMember: i32(2)},
+		PodGroup{Namespace: "ns", Name: "zero-timeout", MinMember: i32(2), ScheduleTimeoutSeconds: i32(0)},
+		PodGroup{Namespace: "ns", Name: "no-min"},
+		PodGroup{Namespace: "ns", Name: "negative", MinMember: i32(-1)},
+		PodGroup{Namespace: "other", Name: "elsewhere", MinMember: i32(2)},
+	)
+	riya := func(name string, min int32) Requirement {
+		return Requirement{Key: Key{LabelPodGroup, "ns", name}, Min: min, MinField: "minAvailable", ScheduleTimeout: time.Minute}
+	}
+	cosched := func(name string, min int32, timeout time.Duration) Requirement {
+		return Requirement{Key: Key{LabelPodGroupName, "ns", name}, Min: min, MinField: "minMember", ScheduleTimeout: timeout}
+	}
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		want    Requirement
+		in      bool
+		wantErr string
+	}{
+		{name: "no labels"},
+		{name: "unrelated labels", labels: map[string]string{"app": "web"}},
+		{name: "empty group name: no group", labels: map[string]string{LabelPodGroup: "", LabelMinAvailable: "3"}},
+		{name: "a minimum without a group: no group", labels: map[string]string{LabelMinAvailable: "3"}},
+		{name: "empty PodGroup name: no group", labels: map[string]string{LabelPodGroupName: ""}},
+
+		{name: "riya", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "3"}, want: riya("g", 3), in: true},
+		{name: "riya minimum 0 holds nothing back", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "0"}, want: riya("g", 0), in: true},
+		{name: "riya largest minimum", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "2147483647"}, want: riya("g", 2147483647), in: true},
+		{name: "riya minimum missing", labels: map[string]string{LabelPodGroup: "g"},
+			wantErr: "pod is in pod group ns/g (label podGroup) but has no label minAvailable"},
+		{name: "riya minimum empty", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: ""},
+			wantErr: `label minAvailable is "", not an integer (pod group ns/g)`},
+		{name: "riya minimum not a number", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "three"},
+			wantErr: `label minAvailable is "three", not an integer (pod group ns/g)`},
+		{name: "riya minimum a fraction", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "2.5"},
+			wantErr: `label minAvailable is "2.5", not an integer (pod group ns/g)`},
+		{name: "riya minimum beyond int32", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "2147483648"},
+			wantErr: `label minAvailable is "2147483648", not an integer (pod group ns/g)`},
+		{name: "riya minimum negative", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "-2"},
+			wantErr: `label minAvailable is "-2": a minimum cannot be negative (pod group ns/g)`},
+
+		{name: "PodGroup", labels: map[string]string{LabelPodGroupName: "pg"}, want: cosched("pg", 3, 20*time.Second), in: true},
+		{name: "PodGroup without a timeout: the default", labels: map[string]string{LabelPodGroupName: "no-timeout"},
+			want: cosched("no-timeout", 2, time.Minute), in: true},
+		{name: "PodGroup with timeout 0: the default", labels: map[string]string{LabelPodGroupName: "zero-timeout"},
+			want: cosched("zero-timeout", 2, time.Minute), in: true},
+		{name: "PodGroup missing", labels: map[string]string{LabelPodGroupName: "ghost"},
+			wantErr: "PodGroup ns/ghost named by label scheduling.x-k8s.io/pod-group does not exist"},
+		{name: "PodGroup of another namespace", labels: map[string]string{LabelPodGroupName: "elsewhere"},
+			wantErr: "PodGroup ns/elsewhere named by label scheduling.x-k8s.io/pod-group does not exist"},
+		{name: "PodGroup without minMember", labels: map[string]string{LabelPodGroupName: "no-min"},
+			wantErr: "PodGroup ns/no-min has no spec.minMember"},
+		{name: "PodGroup with a negative minMember", labels: map[string]string{LabelPodGroupName: "negative"},
+			wantErr: "PodGroup ns/negative has spec.minMember -1: a minimum cannot be negative"},
+		{name: "PodGroup label with a riya minimum: the PodGroup's minimum", labels: map[string]string{LabelPodGroupName: "pg", LabelMinAvailable: "9"},
+			want: cosched("pg", 3, 20*time.Second), in: true},
+
+		{name: "both group labels", labels: map[string]string{LabelPodGroup: "g", LabelMinAvailable: "3", LabelPodGroupName: "pg"},
+			wantErr: `pod has both label podGroup="g" and label scheduling.x-k8s.io/pod-group="pg": a pod belongs to one group; keep one`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, in, err := Resolve(pod(tc.labels), lookup)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in != tc.in {
+				t.Fatalf("in a group: %v, want %v", in, tc.in)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("requirement (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A malformed PodGroup's error reaches the caller as the rejection.
+func TestResolveMalformedPodGroup(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "ns", "name": "pg"},
+		"spec": map[string]any{"minMember": "three"}}}
+	lookup := func(string, string) (*PodGroup, error) { return PodGroupFromUnstructured(u) }
+	_, _, err := Resolve(pod(map[string]string{LabelPodGroupName: "pg"}), lookup)
+	if want := `PodGroup ns/pg: spec.minMember is "three", not an integer`; err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+}
+
+func TestPodGroupFromUnstructured(t *testing.T) {
+	obj := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+			"metadata": map[string]any{"namespace": "ns", "name": "pg"}, "spec": spec}}
+	}
+	for _, tc := range []struct {
+		name    string
+		spec    map[string]any
+		want    *PodGroup
+		wantErr string
+	}{
+		{name: "both fields", spec: map[string]any{"minMember": int64(3), "scheduleTimeoutSeconds": int64(10)},
+			want: &PodGroup{Namespace: "ns", Name: "pg", MinMember: i32(3), ScheduleTimeoutSeconds: i32(10)}},
+		{name: "no spec fields", spec: map[string]any{}, want: &PodGroup{Namespace: "ns", Name: "pg"}},
+		{name: "no spec", want: &PodGroup{Namespace: "ns", Name: "pg"}},
+		{name: "minResources ignored", spec: map[string]any{"minMember": int64(2), "minResources": map[string]any{"cpu": "4"}},
+			want: &PodGroup{Namespace: "ns", Name: "pg", MinMember: i32(2)}},
+		{name: "integral float", spec: map[string]any{"minMember": float64(4)},
+			want: &PodGroup{Namespace: "ns", Name: "pg", MinMember: i32(4)}},
+		{name: "fraction", spec: map[string]any{"minMember": 2.5}, wantErr: "PodGroup ns/pg: spec.minMember is 2.5, not an integer"},
+		{name: "string", spec: map[string]any{"minMember": "3"}, wantErr: `PodGroup ns/pg: spec.minMember is "3", not an integer`},
+		{name: "beyond int32", spec: map[string]any{"scheduleTimeoutSeconds": int64(1) << 40},
+			wantErr: "PodGroup ns/pg: spec.scheduleTimeoutSeconds is 1099511627776, beyond a 32-bit integer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := obj(tc.spec)
+			if tc.spec == nil {
+				delete(u.Object, "spec")
+			}
+			got, err := PodGroupFromUnstructured(u)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	r := Requirement{Key: Key{LabelPodGroup, "ns", "g"}, Min: 3, MinField: "minAvailable"}
+	for _, tc := range []struct {
+		count int
+		want  string
+	}{
+		{1, "pod group ns/g has 1 of 3 pods (minAvailable 3)"},
+		{2, "pod group ns/g has 2 of 3 pods (minAvailable 3)"},
+		{3, ""}, // quorum
+		{5, ""}, // more than the minimum
+	} {
+		if got := r.Check(tc.count); got != tc.want {
+			t.Errorf("Check(%d) = %q, want %q", tc.count, got, tc.want)
+		}
+	}
+	pg := Requirement{Key: Key{LabelPodGroupName, "ns", "pg"}, Min: 2, MinField: "minMember"}
+	if got, want := pg.Check(1), "pod group ns/pg has 1 of 2 pods (minMember 2)"; got != want {
+		t.Errorf("Check(1) = %q, want %q", got, want)
+	}
+	if got := (Requirement{Min: 0}).Check(0); got != "" {
+		t.Errorf("minimum 0: %q, want no reason", got)
+	}
+}
