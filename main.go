@@ -145,6 +145,8 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		fmt.Fprintf(stderr, "configuration error:\ninvalid AGENTS (or --agents): %v\n", err)
 		return 2
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var agents []framework.Agent
 	for _, r := range registrations {
 		if !slices.Contains(selected, r.Name) {
@@ -161,11 +163,15 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			fmt.Fprintf(stderr, "configuration error:\nagent %s:\n%v\n", r.Name, ac.bound.Describe(err))
 			return 2
 		}
-		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view}
+		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view, Metrics: reg}
 		if state != nil {
 			h.Client, h.Events = state.Client(), state.Events(r.Name)
 		}
 		a, err := r.New(ac.cfg, h)
+		if errors.Is(err, framework.ErrNoCluster) && !set.Explicit("AGENTS") && len(selected) > 1 {
+			log.Warnf("agent %s left out: %v", r.Name, err)
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", r.Name, err)
 			return 2
@@ -173,8 +179,6 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		agents = append(agents, a)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := server.New(agents, server.Options{
 		Version:      version,
 		MaxBodyBytes: cfg.maxBodyBytes,
@@ -196,6 +200,14 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	if state != nil {
 		stopCluster := state.Start(ctx)
 		defer stopCluster()
+	}
+	for _, a := range agents {
+		if s, ok := a.(framework.Starter); ok {
+			if err := s.Start(ctx); err != nil {
+				log.Errorf("agent %s did not start: %v", a.Name(), err)
+				return 1
+			}
+		}
 	}
 	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
 		"cluster": state != nil}).Info("extender serving")

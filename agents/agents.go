@@ -8,6 +8,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents/congestion"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
 	"github.com/kube-safe-scheduler/extender/agents/safe"
+	"github.com/kube-safe-scheduler/extender/agents/telemetry"
 	"github.com/kube-safe-scheduler/extender/agents/template"
 	"github.com/kube-safe-scheduler/extender/framework"
 )
@@ -17,5 +18,6 @@ var All = []framework.Registration{
 	congestion.Registration,
 	pigeon.Registration,
 	safe.Registration,
+	telemetry.Registration,
 	template.Registration,
 }
