@@ -92,7 +92,7 @@ func NewCustomMetrics(cfg *rest.Config, timeout time.Duration) (*CustomMetrics, 
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
-	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
 	apis := cmclient.NewAvailableAPIsGetter(disc)
 	return &CustomMetrics{client: cmclient.NewForConfig(cfg, mapper, apis), apis: apis}, nil
