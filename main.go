@@ -209,7 +209,11 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			}
 		}
 	}
-	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
+	var served []string
+	for _, a := range agents {
+		served = append(served, a.Name())
+	}
+	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(served, ","),
 		"cluster": state != nil}).Info("extender serving")
 	if err := server.Serve(ctx, ln, handler, log); err != nil {
 		log.Errorf("server stopped: %v", err)
