@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,5 +239,88 @@ func waitForVerdict(t *testing.T, e *harness.Extender, pod *corev1.Pod, node, wa
 			t.Fatalf("%s: node %s's verdict is %q after a minute, want %q", e.Name, node, got, want)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// cpuExporter serves node_cpu per node, in the Prometheus text format.
+type cpuExporter struct {
+	mu     sync.Mutex
+	values map[string]float64
+}
+
+func (e *cpuExporter) set(node string, v float64, present bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if present {
+		e.values[node] = v
+	} else {
+		delete(e.values, node)
+	}
+}
+
+func (e *cpuExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintln(w, "# TYPE node_cpu gauge")
+	for node, v := range e.values {
+		fmt.Fprintf(w, "node_cpu{node=%q} %g\n", node, v)
+	}
+	fmt.Fprintln(w, "node_cpu{instance=\"no-node-label\"} 1") // matched to no node: ignored
+}
+
+// TestTelemetryPrometheus: the telemetry agent with TELEMETRY_METRICS_SOURCE=prometheus reads a
+// real Prometheus scraping an exporter with known per-node values; a node whose series stops
+// (Prometheus marks it stale) keeps its last value, which goes stale and, with
+// TELEMETRY_STALE=reject, rejects the node. Its /metrics count the values read.
+func TestTelemetryPrometheus(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "telemetry")
+	exporter := &cpuExporter{values: map[string]float64{"hot": 95, "cool": 20, "gone": 99}}
+	target := httptest.NewServer(exporter)
+	defer target.Close()
+	prom := startPrometheusFor(t, target.Listener.Addr().String())
+
+	c := harness.StartCluster(t)
+	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
+	applyWhenServed(t, c, telemetryPolicy)
+	c.CreateNodes(t, harness.NodeSpec{Name: "hot"}, harness.NodeSpec{Name: "cool"}, harness.NodeSpec{Name: "gone"})
+	ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender telemetry prometheus", Tags: []string{"telemetry"},
+		Env: map[string]string{"KUBECONFIG": c.Kubeconfig, "AGENTS": "telemetry", "TELEMETRY_METRICS_SOURCE": "prometheus",
+			"PROMETHEUS_URL": prom, "TELEMETRY_SYNC_PERIOD": "500ms", "TELEMETRY_MAX_AGE": "3s", "TELEMETRY_STALE": "reject",
+			"TELEMETRY_DESCHEDULE": "false"}})
+	nodes := []string{"cool", "gone", "hot"}
+	probe := probePod(t, harness.PodSpec{Name: "probe", Labels: map[string]string{"telemetry-policy": "demo-policy"}})
+
+	// LessThan over 20, 95, 99: (99-v)/79*10: cool 10, hot 0.51 -> 1, gone 0.
+	s := waitForScores(t, ext, "telemetry-policy", probe, nodes, "Prometheus's values are read", func(s map[string]int64) bool {
+		return s["cool"] == 10 && s["hot"] == 1 && s["gone"] == 0
+	})
+	t.Logf("scores from Prometheus: %v", s)
+	rejected := filterVerdicts(t, ext, "telemetry-policy", probe, nodes)
+	if len(rejected) != 2 {
+		t.Fatalf("rejected %v, want hot and gone", rejected)
+	}
+	mustContain(t, "hot's reason", rejected["hot"], "node_cpu 95 > 90 (")
+	mustContain(t, "gone's reason", rejected["gone"], "node_cpu 99 > 90 (")
+
+	// gone's series disappears: its last value ages past TELEMETRY_MAX_AGE.
+	exporter.set("gone", 0, false)
+	waitForVerdict(t, ext, probe, "gone", "node_cpu 99 stale (")
+	t.Logf("gone: %s", filterVerdicts(t, ext, "telemetry-policy", probe, []string{"gone"})["gone"])
+	// The remaining values rescale: over 20 and 95, (95-v)/75*10: cool 10, hot 0; gone 0.
+	waitForScores(t, ext, "telemetry-policy", probe, nodes, "gone's stale value is left out", func(s map[string]int64) bool {
+		return s["cool"] == 10 && s["hot"] == 0 && s["gone"] == 0
+	})
+
+	status, body, err := ext.Get(t.Context(), "/metrics")
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", status, err)
+	}
+	for _, want := range []string{`telemetry_values_read_total{source="prometheus"}`, `telemetry_stale_values{source="prometheus"} 1`,
+		`telemetry_last_refresh_timestamp_seconds{source="prometheus"}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

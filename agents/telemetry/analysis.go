@@ -57,6 +57,12 @@ func formatValue(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) 
 
 func age(now, t time.Time) string { return max(now.Sub(t), 0).Round(time.Second).String() }
 
+// staleAge is a stale value's age rounded up to the second, so that it reads older than the
+// maximum it exceeds.
+func staleAge(now, t time.Time) string {
+	return (max(now.Sub(t), 0) + time.Second - 1).Truncate(time.Second).String()
+}
+
 // Judgement is a strategy's rules evaluated on one node.
 type Judgement struct {
 	// Violated: the strategy's condition holds (any rule for anyOf, every rule for allOf),
@@ -81,7 +87,7 @@ func Judge(s *Strategy, v Values, node string, now time.Time, maxAge time.Durati
 		case !found:
 			j.Unknown = append(j.Unknown, r.Metricname+" missing")
 		case !fresh:
-			j.Unknown = append(j.Unknown, fmt.Sprintf("%s %s stale (%s old, max %s)", r.Metricname, formatValue(sample.Value), age(now, sample.Time), maxAge))
+			j.Unknown = append(j.Unknown, fmt.Sprintf("%s %s stale (%s old, max %s)", r.Metricname, formatValue(sample.Value), staleAge(now, sample.Time), maxAge))
 		default:
 			known++
 			if Holds(r, sample.Value) {
