@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -77,5 +78,32 @@ func TestReconcileLabels(t *testing.T) {
 	a.refresh(t.Context())
 	if _, ok := label("hot")["demo-policy"]; ok {
 		t.Errorf("the deleted policy's label stays: %v", label("hot"))
+	}
+}
+
+// The labels policies want: deschedule where violated, labeling labels of the rules that hold
+// on a fresh value.
+func TestWantedLabels(t *testing.T) {
+	p, err := ParsePolicy(policyObject(t, `{metadata: {name: gpu, namespace: ns}, spec: {strategies: {
+  deschedule: {rules: [{metricname: temp, operator: GreaterThan, target: 80}]},
+  labeling: {rules: [
+    {metricname: temp, operator: LessThan, target: 50, labels: ["cool=true"]},
+    {metricname: power, operator: GreaterThan, target: 100, labels: ["power=high", "watch=yes"]}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Values{
+		"temp":  {"a": {Value: 90, Time: t0}, "b": {Value: 40, Time: t0}, "c": {Value: 40, Time: t0.Add(-time.Hour)}},
+		"power": {"a": {Value: 150, Time: t0}, "b": {Value: 50, Time: t0}},
+	}
+	for node, want := range map[string]map[string]string{
+		// 90 > 80 violates deschedule; 150 > 100 labels power and watch.
+		"a": {"gpu": ViolatingValue, LabelingPrefix + "gpu/power": "high", LabelingPrefix + "gpu/watch": "yes"},
+		"b": {LabelingPrefix + "gpu/cool": "true"},
+		"c": {}, // 40 < 50 holds, but the value is stale
+	} {
+		if diff := cmp.Diff(want, wantedLabels([]*Policy{p}, v, node, t0, time.Minute)); diff != "" {
+			t.Errorf("node %s (-want +got):\n%s", node, diff)
+		}
 	}
 }
