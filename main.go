@@ -212,6 +212,10 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			h.Client, h.Events = state.Client(), state.Events(r.Name)
 		}
 		a, err := r.New(ac.cfg, h)
+		if errors.Is(err, framework.ErrNoCluster) && !set.Explicit("AGENTS") && len(selected) > 1 {
+			log.Warnf("agent %s left out: %v", r.Name, err)
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", r.Name, err)
 			return 2
@@ -258,7 +262,19 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		stopCluster := state.Start(ctx)
 		defer stopCluster()
 	}
-	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
+	for _, a := range agents {
+		if s, ok := a.(framework.Starter); ok {
+			if err := s.Start(ctx); err != nil {
+				log.Errorf("agent %s did not start: %v", a.Name(), err)
+				return 1
+			}
+		}
+	}
+	var served []string
+	for _, a := range agents {
+		served = append(served, a.Name())
+	}
+	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(served, ","),
 		"cluster": state != nil, "tls": mode}).Info("extender serving")
 	if err := server.Serve(ctx, ln, handler, log); err != nil {
 		log.Errorf("server stopped: %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents/gang"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
 	"github.com/kube-safe-scheduler/extender/agents/safe"
+	"github.com/kube-safe-scheduler/extender/agents/telemetry"
 	"github.com/kube-safe-scheduler/extender/agents/template"
 	"github.com/kube-safe-scheduler/extender/framework"
 )
@@ -19,5 +20,6 @@ var All = []framework.Registration{
 	gang.Registration,
 	pigeon.Registration,
 	safe.Registration,
+	telemetry.Registration,
 	template.Registration,
 }

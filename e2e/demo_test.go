@@ -9,10 +9,11 @@ import (
 
 // TestDemo runs make run's program (e2e/cmd/demo) with -exit: it must print its placement
 // table, with the outcomes its nodes are built for (node-4's measured usage fails safe-overload,
-// node-6 lacks the template label, the GPU job finds no acceptable node), and stop cleanly.
+// node-6 lacks the template label, the GPU job finds no acceptable node, node-4's node_cpu fails
+// the telemetry policy and gets its deschedule label), and stop cleanly.
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	requireAgents(t, "safe", "congestion", "pigeon", "template")
+	requireAgents(t, "safe", "congestion", "pigeon", "template", "telemetry")
 	bin := filepath.Join(t.TempDir(), "demo")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/demo")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -30,6 +31,8 @@ func TestDemo(t *testing.T) {
 		"safe-overload rejects node-4: cpu risk",
 		"template-label rejects node-6: node has no label template.extender/allowed",
 		"train-1 is pending: 0/6 nodes are available",
+		"telemetry-policy rejects node-4: telemetry policy default/demo-policy: node_cpu 97 > 90 (",
+		"telemetry deschedule labels [node-4] demo-policy=violating",
 		"export KUBECONFIG=",
 	} {
 		if !strings.Contains(string(out), want) {

@@ -43,6 +43,8 @@ func TestDockerfiles(t *testing.T) {
 			t.Errorf("dockerfiles/Dockerfile.%s is missing", want)
 		}
 	}
+	// The extenders run with cluster access, which some agents (telemetry) cannot do without.
+	c := harness.StartCluster(t)
 	for _, f := range files {
 		name := strings.TrimPrefix(filepath.Base(f), "Dockerfile.")
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -90,7 +92,8 @@ func TestDockerfiles(t *testing.T) {
 			if want := []string{name}; !slices.Equal(b.Tags, want) {
 				t.Errorf("build tags %v, want %v", b.Tags, want)
 			}
-			ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender " + name, Binary: out})
+			ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender " + name, Binary: out,
+				Args: []string{"--kubeconfig=" + c.Kubeconfig}})
 			v, err := ext.Version(t.Context())
 			if err != nil {
 				t.Fatal(err)

@@ -37,11 +37,14 @@ var (
 
 // agentRoutes returns the routes each agent serves, relative to /scheduler/ ("predicates/x"),
 // as the extender built with every agent (-tags all) reports them at /version: the list of
-// agents and their functions lives in the extender alone.
+// agents and their functions lives in the extender alone. It runs with cluster access, which
+// some agents (telemetry) cannot do without.
 func agentRoutes(t testing.TB) map[string][]string {
 	t.Helper()
 	routesOnce.Do(func() {
-		ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender all (routes)", Tags: []string{"all"}})
+		c := harness.StartCluster(t)
+		ext := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender all (routes)", Tags: []string{"all"},
+			Args: []string{"--kubeconfig=" + c.Kubeconfig}})
 		v, err := ext.Version(t.Context())
 		if err != nil {
 			routesErr = err

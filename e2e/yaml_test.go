@@ -38,6 +38,7 @@ var extenderFiles = map[string][]string{
 	"extender.congestion.yaml":      {"congestion"},
 	"extender.pigeon.yaml":          {"pigeon"},
 	"extender.template.yaml":        {"template"},
+	"extender.telemetry.yaml":       {"telemetry"},
 	"extender.safe.congestion.yaml": {"safe", "congestion"},
 	"extender.safe.pigeon.yaml":     {"safe", "pigeon"},
 	"extender.safe.mtls.yaml":       {"safe"},

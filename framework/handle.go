@@ -1,6 +1,9 @@
 package framework
 
 import (
+	"context"
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +29,19 @@ type Handle struct {
 	// Name an agent's series after the agent (safe_stale_nodes).
 	Metrics prometheus.Registerer
 }
+
+// Starter is implemented by an agent with background work (watching objects, refreshing
+// values): the program calls Start once, after the cluster view has started and before it
+// serves. Start returns once the work is under way; the work runs until ctx is done. An error
+// stops the program.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
+// ErrNoCluster is what New returns (wrapped) for an agent that cannot work without cluster
+// access. A program that chose its agents by default (no explicit AGENTS) leaves such an agent
+// out, with a warning, instead of stopping.
+var ErrNoCluster = errors.New("needs cluster access (CLUSTER_ACCESS)")
 
 // EventRecorder records an event on a Kubernetes object. eventType is corev1.EventTypeNormal
 // or corev1.EventTypeWarning; reason is a short CamelCase word; message says what happened.

@@ -47,6 +47,9 @@ var Agents = []Agent{
 	{Name: "template", Port: 5404, Calls: []Call{
 		{FilterVerb: "predicates/template-label", PrioritizeVerb: "priorities/template-score", Weight: 1, HoldOnError: true},
 	}},
+	{Name: "telemetry", Port: 5405, Calls: []Call{
+		{FilterVerb: "predicates/telemetry-policy", PrioritizeVerb: "priorities/telemetry-policy", Weight: 1, HoldOnError: true},
+	}},
 	{Name: "gang", Port: 5406, Calls: []Call{
 		{FilterVerb: "predicates/gang", HoldOnError: true},
 	}},

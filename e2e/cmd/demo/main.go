@@ -53,6 +53,8 @@ func main() {
 	sa := c.KubeconfigFor(s, "system:serviceaccount:kube-system:my-scheduler",
 		"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
 	createNodes(s, c)
+	step("telemetry: the TASPolicy CRD, a policy and a custom metrics API server (node_cpu per node)")
+	setupTelemetry(s, c, root)
 
 	step("starting the agents (sidecars) and kube-scheduler as the Deployment of e2e/cmd/demo/demo.yaml runs them")
 	d, err := harness.LoadDeployment("demo.yaml", demoYAML)
@@ -70,11 +72,15 @@ func main() {
 	printNodes(s, c)
 	fmt.Println()
 	placeWorkload(s, c, exts)
+	for _, n := range telemetryNotes(s, c) {
+		fmt.Println("  " + n)
+	}
 
 	fmt.Printf(`
 The cluster is up. Use it with kubectl:
   export KUBECONFIG=%s
-  kubectl get nodes -L template.extender/allowed
+  kubectl get nodes -L template.extender/allowed -L demo-policy
+  kubectl get taspolicies
   kubectl get pods -o wide
   kubectl get events --field-selector reason=FailedScheduling
 New pods with spec.schedulerName: my-scheduler go through the agents (see yamlfiles/test-pod.yaml).

@@ -153,6 +153,9 @@ var workload = []harness.PodSpec{
 	{Name: "batch-1", CPU: "2", Memory: "4Gi"},
 	{Name: "batch-2", CPU: "2", Memory: "4Gi"},
 	{Name: "train-1", CPU: "1", Memory: "2Gi", Extra: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
+	// Pods following the TASPolicy demo-policy (telemetry agent).
+	{Name: "tas-1", CPU: "250m", Memory: "256Mi", Labels: map[string]string{"telemetry-policy": "demo-policy"}},
+	{Name: "tas-2", CPU: "250m", Memory: "256Mi", Labels: map[string]string{"telemetry-policy": "demo-policy"}},
 }
 
 // judgement is what every extender says about every node for one pod.
@@ -289,10 +292,15 @@ func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) {
 	}
 	w.Flush()
 
-	// Why some nodes never win: the filters' reasons, for the first pod.
-	pod, _ := workload[0].Pod()
+	// Why some nodes never win: the filters' reasons, for the first pod and for the first pod
+	// following a telemetry policy (the telemetry filter's own reasons).
 	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err == nil {
+	seen := map[string]bool{}
+	for _, spec := range []harness.PodSpec{workload[0], workload[len(workload)-1]} {
+		if err != nil {
+			break
+		}
+		pod, _ := spec.Pod()
 		if j, err := judge(ctx, exts, pod, nodes.Items); err == nil {
 			for _, e := range exts {
 				rej := j.reject[e.title]
@@ -302,7 +310,10 @@ func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) {
 				}
 				sort.Strings(keys)
 				for _, n := range keys {
-					notes = append(notes, fmt.Sprintf("%s rejects %s: %s", e.filter, n, rej[n]))
+					if note := fmt.Sprintf("%s rejects %s: %s", e.filter, n, rej[n]); !seen[note] {
+						seen[note] = true
+						notes = append(notes, note)
+					}
 				}
 			}
 		}

@@ -1,0 +1,262 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
+)
+
+func policyObject(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// demoPolicy is TAS's own demo policy shape: dontschedule, scheduleonmetric and deschedule.
+const demoPolicy = `
+apiVersion: telemetry.intel.com/v1alpha1
+kind: TASPolicy
+metadata: {name: demo-policy, namespace: default}
+spec:
+  strategies:
+    deschedule:
+      rules:
+      - {metricname: node_cpu, operator: GreaterThan, target: 95}
+    dontschedule:
+      rules:
+      - {metricname: node_cpu, operator: GreaterThan, target: 90}
+    scheduleonmetric:
+      rules:
+      - {metricname: node_cpu, operator: LessThan}
+`
+
+func TestParsePolicy(t *testing.T) {
+	p, err := ParsePolicy(policyObject(t, demoPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Key() != "default/demo-policy" || len(p.Strategies) != 3 || p.Strategies[DontSchedule].Rules[0].Target != 90 ||
+		p.Strategies[DontSchedule].AllOf() {
+		t.Errorf("parsed %+v", p)
+	}
+	if diff := cmp.Diff([]string{"node_cpu"}, p.Metrics()); diff != "" {
+		t.Error(diff)
+	}
+	for _, c := range []struct{ name, spec, want string }{
+		{"unknown strategy", `{strategies: {sometimesschedule: {rules: [{metricname: m, operator: Equals}]}}}`, `unknown strategy "sometimesschedule"`},
+		{"unknown operator", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Above}]}}}`, `rules[0].operator: unknown "Above"`},
+		{"unknown logical operator", `{strategies: {dontschedule: {logicalOperator: oneOf, rules: [{metricname: m, operator: Equals}]}}}`, `logicalOperator: unknown "oneOf"`},
+		{"no rules", `{strategies: {dontschedule: {rules: []}}}`, "spec.strategies.dontschedule: no rules"},
+		{"no metric", `{strategies: {dontschedule: {rules: [{operator: Equals}]}}}`, "metricname: empty"},
+		{"no strategies", `{strategies: {}}`, "no strategy"},
+		{"target not a number", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, target: high}]}}}`, "spec:"},
+		{"unknown field", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, tagret: 3}]}}}`, "tagret"},
+		{"bad label", `{strategies: {labeling: {rules: [{metricname: m, operator: Equals, labels: ["no-equals"]}]}}}`, `"no-equals" is not key=value`},
+		{"labels outside labeling", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, labels: ["a=b"]}]}}}`, "only the labeling strategy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc := "apiVersion: telemetry.intel.com/v1alpha1\nkind: TASPolicy\nmetadata: {name: p, namespace: ns}\nspec: " + c.spec
+			_, err := ParsePolicy(policyObject(t, doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	// Every problem is reported, not only the first.
+	_, err = ParsePolicy(policyObject(t, `{metadata: {name: p}, spec: {strategies: {a: {rules: [{metricname: m, operator: Equals}]}, dontschedule: {rules: [{metricname: m, operator: X}]}}}}`))
+	if err == nil || !strings.Contains(err.Error(), `unknown strategy "a"`) || !strings.Contains(err.Error(), `unknown "X"`) {
+		t.Errorf("error %v, want both problems", err)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	cfg, err := settingstest.Bind(DefaultConfig(), map[string]string{"TELEMETRY_METRICS_SOURCE": "prometheus",
+		"PROMETHEUS_URL": "http://127.0.0.1:9090", "TELEMETRY_STALE": "reject", "TELEMETRY_DESCHEDULE": "false"})
+	if err != nil || cfg.MetricsSource != SourcePrometheus || cfg.Stale != StaleReject || cfg.Deschedule {
+		t.Fatalf("%+v, %v", cfg, err)
+	}
+	cfg.PrometheusURL = ""
+	err = cfg.Validate()
+	var fe *settings.FieldError
+	if !errors.As(err, &fe) || fe.Field != "prometheusURL" {
+		t.Errorf("prometheus without a URL: %v", err)
+	}
+	bad := DefaultConfig()
+	bad.Stale, bad.MaxAge = "maybe", bad.SyncPeriod
+	err = bad.Validate()
+	if err == nil || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), "maxAge") {
+		t.Errorf("bad stale and max age: %v", err)
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	// Without cluster access, New says so.
+	if _, err := New(DefaultConfig(), framework.NewHandle(nil)); !errors.Is(err, framework.ErrNoCluster) || !strings.Contains(err.Error(), "CLUSTER_ACCESS") {
+		t.Errorf("New without a cluster: %v", err)
+	}
+}
+
+// fakeSource serves fixed samples.
+type fakeSource struct {
+	mu   sync.Mutex
+	data map[string]map[string]Sample
+	err  error
+}
+
+func (f *fakeSource) Name() string { return "fake" }
+func (f *fakeSource) Read(_ context.Context, m string, _ time.Time) (map[string]Sample, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.data[m], f.err
+}
+
+type recordedEvent struct{ name, typ, reason, message string }
+
+type fakeEvents struct {
+	mu  sync.Mutex
+	got []recordedEvent
+}
+
+func (f *fakeEvents) Event(o runtime.Object, typ, reason, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, recordedEvent{o.(*unstructured.Unstructured).GetName(), typ, reason, message})
+}
+
+func (f *fakeEvents) all() []recordedEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recordedEvent(nil), f.got...)
+}
+
+// testAgent runs the agent's policy informer over a fake dynamic client holding objs.
+func testAgent(t *testing.T, cfg Config, src Source, objs ...runtime.Object) (*Agent, *fakeEvents) {
+	t.Helper()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{PolicyResource: "TASPolicyList"}, objs...)
+	ev := &fakeEvents{}
+	h := framework.NewHandle(nil)
+	h.Events = ev
+	a, err := newAgent(cfg, h, dyn, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.now = func() time.Time { return t0 }
+	wait, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if !a.watchPolicies(t.Context())(wait) {
+		t.Fatal("the policy informer did not sync")
+	}
+	return a, ev
+}
+
+func TestFilterAndScore(t *testing.T) {
+	src := &fakeSource{data: map[string]map[string]Sample{"node_cpu": {
+		"hot":   {Value: 93, Time: t0.Add(-12 * time.Second)},
+		"warm":  {Value: 60, Time: t0},
+		"cool":  {Value: 20, Time: t0},
+		"stale": {Value: 10, Time: t0.Add(-5 * time.Minute)},
+		// "none" has no value
+	}}}
+	bad := policyObject(t, `{apiVersion: telemetry.intel.com/v1alpha1, kind: TASPolicy, metadata: {name: broken, namespace: default},
+spec: {strategies: {dontschedule: {rules: [{metricname: node_cpu, operator: Above, target: 1}]}}}}`)
+	nodes := []*corev1.Node{}
+	for _, n := range []string{"hot", "warm", "cool", "stale", "none"} {
+		nodes = append(nodes, fixtures.MakeNode().Name(n).Obj())
+	}
+	labelled := func(policy string) *corev1.Pod {
+		return fixtures.MakePod().Name("p").Namespace("default").Label(PodLabel, policy).Obj()
+	}
+	for _, mode := range []string{StaleIgnore, StaleReject} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Stale = mode
+			a, ev := testAgent(t, cfg, src, policyObject(t, demoPolicy), bad)
+			a.refresh(t.Context())
+
+			// The broken policy is reported by an event and not used.
+			if got := ev.all(); len(got) != 1 || got[0].name != "broken" || got[0].typ != corev1.EventTypeWarning ||
+				!strings.Contains(got[0].message, `unknown "Above"`) {
+				t.Errorf("events %+v, want one warning on broken", got)
+			}
+
+			v, err := a.filter(t.Context(), labelled("demo-policy"), nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []framework.Verdict{
+				framework.RejectUnresolvable("telemetry policy default/demo-policy: node_cpu 93 > 90 (12s old)"), {}, {}, {}, {},
+			}
+			if mode == StaleReject {
+				want[3] = framework.RejectUnresolvable("telemetry policy default/demo-policy: node_cpu 10 stale (5m0s old, max 1m0s) (TELEMETRY_STALE=reject)")
+				want[4] = framework.RejectUnresolvable("telemetry policy default/demo-policy: node_cpu missing (TELEMETRY_STALE=reject)")
+			}
+			if diff := cmp.Diff(want, v); diff != "" {
+				t.Errorf("verdicts (-want +got):\n%s", diff)
+			}
+			// LessThan: lower is better over the fresh values 93, 60, 20: (93-v)/73*10:
+			// hot 0, warm 4.52 -> 5, cool 10; stale and none 0.
+			s, err := a.score(t.Context(), labelled("demo-policy"), nodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int64{0, 5, 10, 0, 0}, s); diff != "" {
+				t.Errorf("scores (-want +got):\n%s", diff)
+			}
+
+			// No label: every node passes and scores 0.
+			v, _ = a.filter(t.Context(), fixtures.MakePod().Name("q").Namespace("default").Obj(), nodes)
+			s, _ = a.score(t.Context(), fixtures.MakePod().Name("q").Namespace("default").Obj(), nodes)
+			if diff := cmp.Diff(make([]framework.Verdict, 5), v); diff != "" {
+				t.Errorf("unlabelled pod verdicts: %s", diff)
+			}
+			if diff := cmp.Diff(make([]int64, 5), s); diff != "" {
+				t.Errorf("unlabelled pod scores: %s", diff)
+			}
+			// A missing or broken policy rejects with the reason.
+			v, _ = a.filter(t.Context(), labelled("nope"), nodes[:1])
+			if !strings.Contains(v[0].Reason, "default/nope (pod label telemetry-policy) does not exist") {
+				t.Errorf("missing policy: %+v", v)
+			}
+			v, _ = a.filter(t.Context(), labelled("broken"), nodes[:1])
+			if !strings.Contains(v[0].Reason, "default/broken is invalid") {
+				t.Errorf("broken policy: %+v", v)
+			}
+		})
+	}
+}
+
+// A failing read keeps the previous samples, which age into staleness.
+func TestRefreshKeepsSamplesOnError(t *testing.T) {
+	src := &fakeSource{data: map[string]map[string]Sample{"node_cpu": {"hot": {Value: 93, Time: t0}}}}
+	a, _ := testAgent(t, DefaultConfig(), src, policyObject(t, demoPolicy))
+	a.refresh(t.Context())
+	src.mu.Lock()
+	src.data, src.err = nil, errors.New("down")
+	src.mu.Unlock()
+	a.now = func() time.Time { return t0.Add(2 * time.Minute) }
+	a.refresh(t.Context())
+	s, found, fresh := a.values.Load().Lookup("node_cpu", "hot", a.now(), a.cfg.MaxAge)
+	if !found || fresh || s.Value != 93 {
+		t.Errorf("after a failed read: %+v found %v fresh %v, want the old value, stale", s, found, fresh)
+	}
+}

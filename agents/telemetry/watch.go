@@ -1,0 +1,150 @@
+package telemetry
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// policyStore holds the valid policies, and why each invalid one is not used.
+type policyStore struct {
+	mu      sync.RWMutex
+	valid   map[string]*Policy // namespace/name
+	invalid map[string]string  // namespace/name -> the problem
+	// deschedule is every policy name that had a deschedule strategy in this process's life:
+	// the label keys <name>=violating it may have to remove.
+	deschedule map[string]bool
+}
+
+func newPolicyStore() *policyStore {
+	return &policyStore{valid: map[string]*Policy{}, invalid: map[string]string{}, deschedule: map[string]bool{}}
+}
+
+// get returns the policy namespace/name, or nil and the reason a pod naming it is rejected.
+func (s *policyStore) get(namespace, name string) (*Policy, string) {
+	key := namespace + "/" + name
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if p, ok := s.valid[key]; ok {
+		return p, ""
+	}
+	if problem, ok := s.invalid[key]; ok {
+		return nil, "telemetry policy " + key + " is invalid: " + problem
+	}
+	return nil, "telemetry policy " + key + " (pod label " + PodLabel + ") does not exist"
+}
+
+func (s *policyStore) set(p *Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.invalid, p.Key())
+	s.valid[p.Key()] = p
+	if p.Strategies[Deschedule] != nil {
+		s.deschedule[p.Name] = true
+	}
+}
+
+func (s *policyStore) setInvalid(key, problem string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.valid, key)
+	s.invalid[key] = problem
+}
+
+func (s *policyStore) remove(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.valid, key)
+	delete(s.invalid, key)
+}
+
+// list returns the valid policies, sorted by key.
+func (s *policyStore) list() []*Policy {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*Policy, 0, len(s.valid))
+	for _, p := range s.valid {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// descheduleKeys returns a copy of the deschedule label keys ever used.
+func (s *policyStore) descheduleKeys() map[string]bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]bool, len(s.deschedule))
+	for k := range s.deschedule {
+		out[k] = true
+	}
+	return out
+}
+
+// metrics returns the metric names the valid policies use, sorted.
+func (s *policyStore) metrics() []string {
+	var out []string
+	for _, p := range s.list() {
+		for _, m := range p.Metrics() {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// watchPolicies starts an informer on TASPolicy objects in every namespace, feeding the store
+// until ctx is done, and returns a function that waits until its first list is in (false when
+// its context ends first).
+func (a *Agent) watchPolicies(ctx context.Context) func(context.Context) bool {
+	inf := dynamicinformer.NewFilteredDynamicInformer(a.dyn, PolicyResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.policyChanged(obj) },
+		UpdateFunc: func(_, obj any) { a.policyChanged(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				a.policies.remove(u.GetNamespace() + "/" + u.GetName())
+				a.log.Infof("telemetry policy %s/%s deleted", u.GetNamespace(), u.GetName())
+			}
+		},
+	})
+	go inf.RunWithContext(ctx)
+	return func(wait context.Context) bool {
+		return cache.WaitForCacheSync(wait.Done(), inf.HasSynced, reg.HasSynced)
+	}
+}
+
+// policyChanged validates a new or updated policy: a valid one is used, an invalid one is
+// reported (log and a Warning event on the object) and not used.
+func (a *Agent) policyChanged(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key := u.GetNamespace() + "/" + u.GetName()
+	p, err := ParsePolicy(u)
+	if err != nil {
+		problem := strings.ReplaceAll(err.Error(), "\n", "; ")
+		a.policies.setInvalid(key, problem)
+		a.log.Warnf("telemetry policy %s is invalid and ignored: %s", key, problem)
+		if a.h.Events != nil {
+			a.h.Events.Event(u, corev1.EventTypeWarning, "InvalidPolicy", "ignored by the telemetry scheduler extender: "+problem)
+		}
+		return
+	}
+	a.policies.set(p)
+	a.log.Infof("telemetry policy %s in use (metrics %v)", key, p.Metrics())
+}
