@@ -197,6 +197,15 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		stopCluster := state.Start(ctx)
 		defer stopCluster()
 	}
+	// Agents with background work start it once the cluster cache runs; it stops with ctx.
+	for _, a := range agents {
+		if st, ok := a.(framework.Starter); ok {
+			if err := st.Start(ctx); err != nil {
+				log.Errorf("agent %s: cannot start: %v", a.Name(), err)
+				return 1
+			}
+		}
+	}
 	log.WithFields(logrus.Fields{"version": version, "address": ln.Addr().String(), "agents": strings.Join(selected, ","),
 		"cluster": state != nil}).Info("extender serving")
 	if err := server.Serve(ctx, ln, handler, log); err != nil {
