@@ -17,8 +17,11 @@ import (
 // Pods keep: namespace, name, UID, resource version, labels, deletion timestamp; spec.nodeName;
 // status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
 // reads: each container's and init container's name, resource requests and restart policy,
-// the pod-level resource requests and the overhead. Everything else (images, commands, env, volumes,
-// probes, annotations, owner references, status details) is dropped.
+// the pod-level resource requests and the overhead. For the reward agent, which learns from pod
+// outcomes, they also keep the Ready and PodScheduled conditions (type, status and last
+// transition time only) and each container status's name, restart count, running start time and
+// last termination's start and finish times. Everything else (images, commands, env, volumes,
+// probes, annotations, owner references, other status details) is dropped.
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
@@ -46,8 +49,46 @@ func stripPod(p *corev1.Pod) *corev1.Pod {
 			Overhead:       p.Spec.Overhead,
 			Resources:      podResources(p.Spec.Resources),
 		},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
+		Status: corev1.PodStatus{
+			Phase:             p.Status.Phase,
+			Conditions:        stripConditions(p.Status.Conditions),
+			ContainerStatuses: stripContainerStatuses(p.Status.ContainerStatuses),
+		},
 	}
+}
+
+// stripConditions keeps the Ready and PodScheduled conditions' type, status and last transition.
+func stripConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range in {
+		if c.Type == corev1.PodReady || c.Type == corev1.PodScheduled {
+			if out == nil {
+				out = make([]corev1.PodCondition, 0, 2)
+			}
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		}
+	}
+	return out
+}
+
+// stripContainerStatuses keeps each status's name, restart count, the running state's start
+// and the last termination's start and finish: what tells a restart and how long the container ran.
+func stripContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, c := range in {
+		s := corev1.ContainerStatus{Name: c.Name, RestartCount: c.RestartCount}
+		if r := c.State.Running; r != nil {
+			s.State.Running = &corev1.ContainerStateRunning{StartedAt: r.StartedAt}
+		}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
+		}
+		out[i] = s
+	}
+	return out
 }
 
 func stripContainers(in []corev1.Container) []corev1.Container {
