@@ -7,16 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Binder is an optional interface of an Agent that binds pods itself (kube-scheduler's bindVerb).
-// The server routes /scheduler/bind to the one agent that implements it; two binders in one
-// process is a configuration error, and without one the server answers that binding is not
-// supported.
+// Binder is an optional interface of an Agent that may bind pods itself (kube-scheduler's
+// bindVerb). The server routes /scheduler/bind to the one agent whose BindFunc is not nil; two
+// such agents in one process is a configuration error, and without one the server answers that
+// binding is not supported.
 type Binder interface {
-	// Bind binds the pod namespace/name (whose UID is uid) to node, through the API server. It
-	// must be idempotent: binding a pod again to the node it is already bound to succeeds (the
-	// scheduler retries a bind that timed out). An error is answered in the result's Error.
-	Bind(ctx context.Context, namespace, name string, uid types.UID, node string) error
+	// BindFunc returns the agent's bind function, or nil when the agent, as configured, does
+	// not bind.
+	BindFunc() BindFunc
 }
+
+// BindFunc binds the pod namespace/name (whose UID is uid) to node, through the API server. It
+// must be idempotent: binding a pod again to the node it is already bound to succeeds (the
+// scheduler retries a bind that timed out). An error is answered in the result's Error.
+type BindFunc func(ctx context.Context, namespace, name string, uid types.UID, node string) error
 
 // Preempter is an optional interface of an Agent that takes part in preemption (kube-scheduler's
 // preemptVerb). The server calls every agent that implements it, one after another, with the

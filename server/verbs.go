@@ -12,7 +12,7 @@ import (
 // namedBinder is the agent that binds pods, if any (b nil: none does).
 type namedBinder struct {
 	agent string
-	b     framework.Binder
+	b     framework.BindFunc
 }
 
 // namedPreempter is an agent that judges preemption candidates.
@@ -21,13 +21,17 @@ type namedPreempter struct {
 	p     framework.Preempter
 }
 
-// findBinder returns the one agent implementing framework.Binder; kube-scheduler lets only one
+// findBinder returns the one agent implementing framework.Binder with a bind function; kube-scheduler lets only one
 // extender bind, and one extender can only route the verb to one agent.
 func findBinder(agents []framework.Agent) (namedBinder, error) {
 	var found namedBinder
 	for _, a := range agents {
-		b, ok := a.(framework.Binder)
+		ab, ok := a.(framework.Binder)
 		if !ok {
+			continue
+		}
+		b := ab.BindFunc()
+		if b == nil {
 			continue
 		}
 		if found.b != nil {
@@ -52,7 +56,7 @@ func findPreempters(agents []framework.Agent) []namedPreempter {
 // agent binds (deployments must then not set bindVerb for this extender). A failure is answered
 // in the result's Error: the scheduler then retries the pod (or, for an ignorable extender, binds
 // it itself).
-func (s *srv) bind(b framework.Binder) http.Handler {
+func (s *srv) bind(b framework.BindFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		buf := getBuffer()
 		defer putBuffer(buf)
@@ -73,7 +77,7 @@ func (s *srv) bind(b framework.Binder) http.Handler {
 			msg = fmt.Sprintf("binding is not supported by this extender (pod %s/%s to node %s): remove bindVerb from its configuration",
 				args.PodNamespace, args.PodName, args.Node)
 		default:
-			if err := b.Bind(req.Context(), args.PodNamespace, args.PodName, args.PodUID, args.Node); err != nil {
+			if err := b(req.Context(), args.PodNamespace, args.PodName, args.PodUID, args.Node); err != nil {
 				msg = fmt.Sprintf("binding pod %s/%s to node %s: %v", args.PodNamespace, args.PodName, args.Node, err)
 			}
 		}

@@ -22,12 +22,20 @@ import (
 type bindingAgent struct {
 	name  string
 	binds *[]string
+	off   bool // BindFunc returns nil
 }
 
 func (a bindingAgent) Name() string                        { return a.name }
 func (bindingAgent) Filters() []framework.Filter           { return nil }
 func (bindingAgent) Prioritizers() []framework.Prioritizer { return nil }
-func (a bindingAgent) Bind(_ context.Context, ns, name string, uid types.UID, node string) error {
+func (a bindingAgent) BindFunc() framework.BindFunc {
+	if a.off {
+		return nil
+	}
+	return a.bind
+}
+
+func (a bindingAgent) bind(_ context.Context, ns, name string, uid types.UID, node string) error {
 	if strings.HasPrefix(node, "bad") {
 		return errors.New("node " + node + " is bad")
 	}
@@ -95,6 +103,17 @@ func TestTwoBindersAreAnError(t *testing.T) {
 	_, err := New([]framework.Agent{bindingAgent{name: "one", binds: &binds}, bindingAgent{name: "two", binds: &binds}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), `agents "one" and "two" both bind pods`) {
 		t.Errorf("err = %v", err)
+	}
+	// An agent configured not to bind is no binder.
+	f := newAgentsFixture(t, bindingAgent{name: "one", binds: &binds}, bindingAgent{name: "two", binds: &binds, off: true})
+	if res := decode[extenderv1.ExtenderBindingResult](t, f.post("/scheduler/bind",
+		extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "ns", Node: "a"})); res.Error != "" || len(binds) != 1 {
+		t.Errorf("Error %q, binds %q", res.Error, binds)
+	}
+	f = newAgentsFixture(t, bindingAgent{name: "two", binds: &binds, off: true})
+	if res := decode[extenderv1.ExtenderBindingResult](t, f.post("/scheduler/bind",
+		extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "ns", Node: "a"})); !strings.Contains(res.Error, "binding is not supported") {
+		t.Errorf("Error %q", res.Error)
 	}
 }
 
