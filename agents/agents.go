@@ -7,6 +7,7 @@ package agents
 import (
 	"github.com/kube-safe-scheduler/extender/agents/congestion"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
+	"github.com/kube-safe-scheduler/extender/agents/reward"
 	"github.com/kube-safe-scheduler/extender/agents/safe"
 	"github.com/kube-safe-scheduler/extender/agents/template"
 	"github.com/kube-safe-scheduler/extender/framework"
@@ -16,6 +17,7 @@ import (
 var All = []framework.Registration{
 	congestion.Registration,
 	pigeon.Registration,
+	reward.Registration,
 	safe.Registration,
 	template.Registration,
 }
