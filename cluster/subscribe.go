@@ -5,19 +5,24 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// PodUpdateFunc receives a pod's changes as the pod informer sees them (stripped, see strip):
-// an addition has old nil, a deletion has new nil and old the pod's last known state. Pods are
-// shared: never modify them.
-//
-// The informer leaves terminated pods out (see NewCache): a pod that turns Succeeded or Failed
-// arrives as a deletion, carrying its last non-terminated state; ask the API server for its
-// phase.
-type PodUpdateFunc func(old, new *corev1.Pod)
+// PodSubscriber is what agents that learn from pod changes assert their framework.Cluster to
+// (the reward agent declares the same method set): the type is unnamed so that they need not
+// import this package.
+type PodSubscriber interface {
+	OnPodUpdate(fn func(old, new *corev1.Pod)) (synced func() bool, err error)
+}
+
+var _ PodSubscriber = (*Cache)(nil)
 
 // OnPodUpdate calls fn for every pod change, one call at a time, in the order the informer
-// delivers them; pods already in the cache arrive as additions. It returns a function reporting
+// delivers them, with the pods as the cache stores them (stripped, see strip): an addition has
+// old nil (pods already in the cache arrive as additions), a deletion has new nil and old the
+// pod's last known state. Pods are shared: never modify them. It returns a function reporting
 // whether fn has seen the pods of the initial list. It may be called before or after Start.
-func (s *Cache) OnPodUpdate(fn PodUpdateFunc) (synced func() bool, err error) {
+//
+// The informer leaves terminated pods out (see NewCache): a pod that turns Succeeded or Failed
+// arrives as a deletion carrying its last non-terminated state; ask the API server for its phase.
+func (s *Cache) OnPodUpdate(fn func(old, new *corev1.Pod)) (synced func() bool, err error) {
 	reg, err := s.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {

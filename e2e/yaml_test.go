@@ -37,6 +37,7 @@ var extenderFiles = map[string][]string{
 	"extender.congestion.yaml":      {"congestion"},
 	"extender.pigeon.yaml":          {"pigeon"},
 	"extender.template.yaml":        {"template"},
+	"extender.reward.yaml":          {"reward"},
 	"extender.safe.congestion.yaml": {"safe", "congestion"},
 	"extender.safe.pigeon.yaml":     {"safe", "pigeon"},
 }

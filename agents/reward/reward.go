@@ -100,7 +100,7 @@ func (c Config) Validate() error {
 var Registration = framework.Register(Name, DefaultConfig, New)
 
 // podWatcher is what the agent needs of the cluster cache beyond framework.Cluster: pod changes
-// (cluster.Cache.OnPodUpdate).
+// (cluster.Cache.OnPodUpdate; the same method set as cluster.PodSubscriber).
 type podWatcher interface {
 	OnPodUpdate(fn func(old, new *corev1.Pod)) (synced func() bool, err error)
 }
