@@ -4,12 +4,14 @@ package e2e
 // kube-scheduler. No kubelet runs: the tests play it, writing the pods' status subresource.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,5 +276,120 @@ func TestRewardYAML(t *testing.T) {
 	}
 	if rows, _, _ := storedRows(t, c); rows["web/"+webNode].N != 1 {
 		t.Errorf("after the restart web/%s has %d observations, want 1 (web-0 is still Running and Ready: not recounted)", webNode, rows["web/"+webNode].N)
+	}
+}
+
+// TestRewardReplicas: two replicas learn from the same pods; only the Lease holder writes the
+// table. Killed (no chance to release the Lease), it is replaced by the other within the Lease
+// duration, and the observation made just before the kill is in the table the new writer writes.
+func TestRewardReplicas(t *testing.T) {
+	t.Parallel()
+	requireAgents(t, "reward")
+	c, sa := startRewardCluster(t)
+	const lease, flush = 4 * time.Second, time.Second
+	env := map[string]string{
+		"KUBECONFIG": sa, "AGENTS": "reward", "REWARD_NAMESPACE": rewardNamespace,
+		"REWARD_FLUSH_INTERVAL": flush.String(), "REWARD_LEASE_DURATION": lease.String(),
+	}
+	bin := harness.BuildExtender(t, "reward")
+	replicas := map[string]*harness.Extender{}
+	identity := regexp.MustCompile(`reward table loaded.* identity=(\S+)`)
+	for _, name := range []string{"a", "b"} {
+		e := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender reward " + name, Binary: bin, Env: env})
+		waitForLog(t, e, "reward table loaded", 30*time.Second)
+		m := identity.FindStringSubmatch(readLog(t, e))
+		if m == nil {
+			t.Fatalf("replica %s logged no identity:\n%s", name, e.Tail(20))
+		}
+		replicas[m[1]] = e
+	}
+
+	// Record every writer of the table.
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var mu sync.Mutex
+	var writers []string
+	go func() {
+		for ctx.Err() == nil {
+			if _, w, ok := storedRows(t, c); ok && w != "" {
+				mu.Lock()
+				if len(writers) == 0 || writers[len(writers)-1] != w {
+					writers = append(writers, w)
+				}
+				mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	holder := func() string {
+		l, err := c.Client.CoordinationV1().Leases(rewardNamespace).Get(t.Context(), rewardObject, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+
+	for i := range 3 {
+		name := fmt.Sprintf("spark-failed-%d", i)
+		c.CreatePod(t, harness.PodSpec{Name: name, NodeName: "node-2", Labels: map[string]string{"podtype": "spark"}})
+		setStatus(t, c, name, failed)
+	}
+	waitForStored(t, c, "spark/node-2", 3, 30*time.Second)
+	leader := holder()
+	if replicas[leader] == nil {
+		t.Fatalf("lease holder %q is neither replica", leader)
+	}
+	var follower string
+	for id := range replicas {
+		if id != leader {
+			follower = id
+		}
+	}
+	time.Sleep(3 * flush) // the follower, had it written, would have by now
+	mu.Lock()
+	if len(writers) != 1 || writers[0] != leader {
+		t.Errorf("writers before the kill %v, want only the leader %s", writers, leader)
+	}
+	mu.Unlock()
+
+	// One more observation, learnt by both replicas; the leader dies at once.
+	c.CreatePod(t, harness.PodSpec{Name: "late-failed", NodeName: "node-2", Labels: map[string]string{"podtype": "late"}})
+	setStatus(t, c, "late-failed", failed)
+	late := probePod(t, harness.PodSpec{Name: "probe", Labels: map[string]string{"podtype": "late"}})
+	for id, e := range replicas {
+		waitForScores(t, e, "reward", late, rewardNodes, "replica "+id+" learnt late on node-2", func(s map[string]int64) bool {
+			return s["node-2"] == 9
+		})
+	}
+	replicas[leader].Kill()
+	killed := time.Now()
+
+	deadline := killed.Add(lease + 10*time.Second)
+	for holder() != follower {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Lease is still held by %q %s after the kill", holder(), time.Since(killed))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tookOver := time.Since(killed)
+	waitForStored(t, c, "late/node-2", 1, 2*lease)
+	written := time.Since(killed)
+	t.Logf("leader killed; the follower held the Lease after %s and had written the table after %s (lease %s, flush %s)",
+		tookOver.Round(time.Millisecond), written.Round(time.Millisecond), lease, flush)
+	// The follower acquires once it has seen no renewal for the Lease duration: it sees the
+	// leader's last renewal up to one retry period (lease/10, polled with up to 20 % jitter)
+	// late, and tries again one retry period later; 1s of slack for a loaded machine.
+	retry := lease / 10
+	if limit := lease + 12*retry/5 + time.Second; tookOver > limit {
+		t.Errorf("take-over took %s, longer than the Lease duration %s + 2.4 retry periods + 1s (%s)", tookOver, lease, limit)
+	}
+	if rows, _, _ := storedRows(t, c); rows["spark/node-2"].N != 3 {
+		t.Errorf("after the take-over spark/node-2 has %d observations, want 3", rows["spark/node-2"].N)
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(writers) != 2 || writers[0] != leader || writers[1] != follower {
+		t.Errorf("writers %v, want %s then %s", writers, leader, follower)
 	}
 }

@@ -143,6 +143,11 @@ func (s *store) stamp(cm *corev1.ConfigMap, data []byte, now time.Time) {
 	cm.Data = map[string]string{dataKey: string(data)}
 }
 
+// retryPeriod is how often the leader renews the Lease and the others try to acquire it. A
+// follower takes over once it has seen no renewal for the Lease duration, so a leader change
+// takes the Lease duration plus up to about two retry periods (client-go polls with jitter).
+func retryPeriod(lease time.Duration) time.Duration { return lease / 10 }
+
 // elect runs the leader election on the Lease named like the ConfigMap until ctx is done. The
 // leader first merges the stored table (what the previous leader wrote that this replica did
 // not see), then writes from the next tick on.
@@ -157,7 +162,7 @@ func (s *store) elect(ctx context.Context) {
 			Lock:            lock,
 			LeaseDuration:   s.lease,
 			RenewDeadline:   s.lease * 2 / 3,
-			RetryPeriod:     s.lease / 6,
+			RetryPeriod:     retryPeriod(s.lease),
 			ReleaseOnCancel: true,
 			Name:            "reward",
 			Callbacks: leaderelection.LeaderCallbacks{
