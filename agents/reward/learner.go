@@ -127,15 +127,18 @@ func (l *learner) update(p *corev1.Pod, since, now time.Time) []observation {
 }
 
 // sweep reports the bound pods that have not become Running within the start timeout, once each.
-func (l *learner) sweep(now time.Time) []observation {
+// A timeout that expired at or before since was counted before this process started.
+func (l *learner) sweep(since, now time.Time) []observation {
 	var out []observation
 	for _, st := range l.pods {
 		if st.node == "" || st.running || st.timedOut || st.deleting || st.boundAt.IsZero() {
 			continue
 		}
-		if now.Sub(st.boundAt) >= l.startTimeout {
+		if expiry := st.boundAt.Add(l.startTimeout); !now.Before(expiry) {
 			st.timedOut = true
-			out = append(out, observation{typ: st.typ, node: st.node, x: xFailed, why: "not running within the start timeout"})
+			if expiry.After(since) {
+				out = append(out, observation{typ: st.typ, node: st.node, x: xFailed, why: "not running within the start timeout"})
+			}
 		}
 	}
 	return out

@@ -313,5 +313,5 @@ func (a *Agent) onPod(old, new *corev1.Pod) {
 func (a *Agent) sweep() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.apply(a.learner.sweep(a.now()))
+	a.apply(a.learner.sweep(a.since, a.now()))
 }

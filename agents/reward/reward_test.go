@@ -222,6 +222,20 @@ func TestStartTimeout(t *testing.T) {
 	if e, _ := a.table.get("web", "n1"); e.N != 1 || !near(e.R, 0.9) {
 		t.Errorf("after the timeout: %+v, want one 0 (R 0.9)", e)
 	}
+	// After a restart, a timeout that expired before the stored table was written is not
+	// counted again; one that expires later is.
+	l := newLearner(time.Minute, 5*time.Minute)
+	scheduled := func(name string, at time.Time) *corev1.Pod {
+		return pod(name, "web", "n1", func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
+		})
+	}
+	since := t0.Add(10 * time.Minute)
+	l.update(scheduled("old", t0), since, since)                       // expired at t0+5m
+	l.update(scheduled("recent", t0.Add(8*time.Minute)), since, since) // expires at t0+13m
+	if got := l.sweep(since, since.Add(3*time.Minute)); len(got) != 1 || got[0].x != 0 {
+		t.Errorf("sweep after a restart: %+v, want the recent pod's timeout only", got)
+	}
 }
 
 func TestScoreAndPreempt(t *testing.T) {

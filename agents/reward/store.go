@@ -28,6 +28,10 @@ const (
 	writtenAnnotaton = "reward.kube-safe-scheduler.io/written-at"
 )
 
+// maxStoredBytes keeps the ConfigMap under the API server's 1 MiB object limit, with room for
+// its metadata.
+const maxStoredBytes = 1000 * 1000
+
 // serviceAccountNamespace is where a pod finds its own namespace.
 const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -102,6 +106,11 @@ func (s *store) flush(ctx context.Context, now time.Time) error {
 	}
 	if !s.takeover.Swap(false) && changed == s.written {
 		return nil
+	}
+	if len(data) > maxStoredBytes {
+		s.takeover.Store(true)
+		return fmt.Errorf("the table is %d bytes, more than a ConfigMap holds (%d): lower REWARD_MAX_ENTRIES (%d rows now)",
+			len(data), maxStoredBytes, s.table.len())
 	}
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {

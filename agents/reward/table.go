@@ -98,6 +98,12 @@ func (t *table) get(typ, node string) (entry, bool) {
 	return e, ok
 }
 
+func (t *table) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.rows)
+}
+
 func (t *table) since() time.Time {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
