@@ -76,7 +76,7 @@ func TestStripPodDropsTheRest(t *testing.T) {
 		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
 		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 	}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", Ready: true}, {
 		Name: "c0", RestartCount: 2, Image: "busybox", ImageID: "sha256:x", ContainerID: "containerd://1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
@@ -95,13 +95,10 @@ func TestStripPodDropsTheRest(t *testing.T) {
 			Name: "c0", Resources: corev1.ResourceRequirements{Requests: p.Spec.Containers[0].Resources.Requests}}}},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning,
-			Conditions: []corev1.PodCondition{
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			},
+			// Running: PodScheduled no longer matters.
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "c0", RestartCount: 2,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 					StartedAt: now, FinishedAt: now}},
 			}},
@@ -114,6 +111,25 @@ func TestStripPodDropsTheRest(t *testing.T) {
 	again, _ := strip(got)
 	if diff := cmp.Diff(got, again); diff != "" {
 		t.Errorf("stripping twice changed the pod:\n%s", diff)
+	}
+}
+
+// A pending pod keeps its PodScheduled condition (when it was bound), not a Ready=False one.
+func TestStripPendingPod(t *testing.T) {
+	now := metav1.Now()
+	p := makePod("a", "n1", "100m", "64Mi")
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r"},
+	}
+	got := stripPod(p)
+	want := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	if diff := cmp.Diff(want, got.Status.Conditions); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if got.Status.ContainerStatuses != nil {
+		t.Errorf("statuses %v, want none", got.Status.ContainerStatuses)
 	}
 }
 
