@@ -3,6 +3,7 @@ package reward
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
@@ -386,5 +389,33 @@ func TestNoClusterAccess(t *testing.T) {
 	}
 	if a.BindFunc() != nil {
 		t.Error("binds with BIND off")
+	}
+}
+
+// A replica elected while the stored table cannot be read does not write (it would overwrite
+// what the previous leader wrote) until it has merged it.
+func TestTakeOverMergesFirst(t *testing.T) {
+	client := fake.NewClientset()
+	a, _, c := newAgent(t, map[string]string{"REWARD_NAMESPACE": "ns"}, client)
+	broken := true
+	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if broken {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	a.store.elected.Store(true)
+	if err := a.store.takeOver(context.Background()); err == nil || a.store.leader.Load() {
+		t.Fatalf("took over without reading the table: err %v, leader %v", err, a.store.leader.Load())
+	}
+	broken = false
+	if err := a.store.takeOver(context.Background()); err != nil || !a.store.leader.Load() {
+		t.Fatalf("err %v, leader %v", err, a.store.leader.Load())
+	}
+	if err := a.store.flush(context.Background(), c.now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().ConfigMaps("ns").Get(context.Background(), "reward-table", metav1.GetOptions{}); err != nil {
+		t.Errorf("the new leader did not write: %v", err)
 	}
 }

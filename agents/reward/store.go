@@ -47,7 +47,9 @@ type store struct {
 	interval  time.Duration
 	lease     time.Duration
 
-	leader atomic.Bool
+	// elected: this replica holds the Lease; leader: and it has merged the stored table since,
+	// so it may write (a leader that could not read the table must not overwrite it).
+	elected, leader atomic.Bool
 	// takeover: the leader writes once on taking over even with nothing new, so that the
 	// ConfigMap exists and names it.
 	takeover atomic.Bool
@@ -176,14 +178,13 @@ func (s *store) elect(ctx context.Context) {
 			Name:            "reward",
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
-					if err := s.load(ctx); err != nil {
-						s.log.WithError(err).Warn("taking over: cannot merge the stored table; writing what this replica learnt")
+					s.elected.Store(true)
+					if err := s.takeOver(ctx); err != nil {
+						s.log.WithError(err).Warn("elected, but cannot merge the stored table yet: not writing until it can")
 					}
-					s.takeover.Store(true)
-					s.leader.Store(true)
-					s.log.WithField("identity", s.identity).Info("writing the reward table (leader)")
 				},
 				OnStoppedLeading: func() {
+					s.elected.Store(false)
 					s.leader.Store(false)
 					s.log.WithField("identity", s.identity).Info("no longer writing the reward table")
 				},
@@ -195,6 +196,19 @@ func (s *store) elect(ctx context.Context) {
 		}
 		le.Run(ctx)
 	}
+}
+
+// takeOver merges the stored table (what the previous leader wrote that this replica did not
+// learn), then lets this replica write, at once on the next tick.
+func (s *store) takeOver(ctx context.Context) error {
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	s.takeover.Store(true)
+	if !s.leader.Swap(true) {
+		s.log.WithField("identity", s.identity).Info("writing the reward table (leader)")
+	}
+	return nil
 }
 
 // Start implements framework.Starter: it loads the stored table, subscribes to pod changes and
@@ -236,9 +250,13 @@ func (a *Agent) loop(ctx context.Context) {
 		}
 		a.sweep()
 		var err error
-		if a.store.leader.Load() {
+		switch {
+		case a.store.elected.Load() && a.store.leader.Load():
 			err = a.store.flush(ctx, a.now())
-		} else {
+		case a.store.elected.Load():
+			err = a.store.takeOver(ctx)
+		default:
+			a.store.leader.Store(false) // deposed while taking over
 			err = a.store.load(ctx)
 		}
 		if err != nil && ctx.Err() == nil {
