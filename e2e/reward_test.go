@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,6 +277,46 @@ func TestRewardYAML(t *testing.T) {
 	}
 	if rows, _, _ := storedRows(t, c); rows["web/"+webNode].N != 1 {
 		t.Errorf("after the restart web/%s has %d observations, want 1 (web-0 is still Running and Ready: not recounted)", webNode, rows["web/"+webNode].N)
+	}
+
+	// Preemption: 13 more spark failures on node-2 (r = 0.9^16 = 0.185 < REWARD_PREEMPT_MIN 0.2):
+	// the extender drops node-2 from spark's preemption candidates, not from web's.
+	for i := range 13 {
+		name := fmt.Sprintf("spark-failed-more-%d", i)
+		c.CreatePod(t, harness.PodSpec{Name: name, NodeName: "node-2", Labels: map[string]string{"podtype": "spark"}})
+		setStatus(t, c, name, failed)
+	}
+	victims := map[string]*extenderv1.MetaVictims{
+		"node-1": {Pods: []*extenderv1.MetaPod{{UID: "uid-1"}}},
+		"node-2": {Pods: []*extenderv1.MetaPod{{UID: "uid-2"}}},
+	}
+	kept := func(p *corev1.Pod) string {
+		body, _ := json.Marshal(extenderv1.ExtenderPreemptionArgs{Pod: p, NodeNameToMetaVictims: victims})
+		status, out, err := again.Post(t.Context(), "/scheduler/preemption", body)
+		if err != nil || status != 200 {
+			t.Fatalf("preemption: status %d, %v, %s", status, err, out)
+		}
+		var res extenderv1.ExtenderPreemptionResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for n := range res.NodeNameToMetaVictims {
+			nodes = append(nodes, n)
+		}
+		slices.Sort(nodes)
+		return fmt.Sprint(nodes)
+	}
+	// The learner sees the failures within moments; at 15 of them r = 0.206 still passes.
+	deadline = time.Now().Add(30 * time.Second)
+	for kept(spark) != "[node-1]" {
+		if time.Now().After(deadline) {
+			t.Fatalf("spark's preemption candidates are still %s, want [node-1]", kept(spark))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := kept(web); got != "[node-1 node-2]" {
+		t.Errorf("web's preemption candidates %s, want [node-1 node-2]", got)
 	}
 }
 
