@@ -144,3 +144,21 @@ func TestPreemptionKeepsWhatPreemptersKeep(t *testing.T) {
 		t.Errorf("from MetaVictims (-want +got):\n%s", diff)
 	}
 }
+
+// failingPreempter cannot judge candidates.
+type failingPreempter struct{ testAgent }
+
+func (failingPreempter) Name() string { return "failing" }
+func (failingPreempter) Preempt(context.Context, *corev1.Pod, []string) ([]bool, error) {
+	return nil, errors.New("table not loaded")
+}
+
+func TestPreemptionErrorIsA500(t *testing.T) {
+	f := newAgentsFixture(t, failingPreempter{})
+	msg := errorOf(t, f.post("/scheduler/preemption", extenderv1.ExtenderPreemptionArgs{
+		Pod: makePod(), NodeNameToMetaVictims: map[string]*extenderv1.MetaVictims{"a": {}},
+	}), http.StatusInternalServerError)
+	if msg != "agent failing: preemption failed: table not loaded" {
+		t.Errorf("message %q", msg)
+	}
+}
