@@ -265,7 +265,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	for _, a := range agents {
 		if s, ok := a.(framework.Starter); ok {
 			if err := s.Start(ctx); err != nil {
-				log.Errorf("agent %s did not start: %v", a.Name(), err)
+				log.Errorf("agent %s: cannot start: %v", a.Name(), err)
 				return 1
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents/congestion"
 	"github.com/kube-safe-scheduler/extender/agents/gang"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
+	"github.com/kube-safe-scheduler/extender/agents/reward"
 	"github.com/kube-safe-scheduler/extender/agents/safe"
 	"github.com/kube-safe-scheduler/extender/agents/telemetry"
 	"github.com/kube-safe-scheduler/extender/agents/template"
@@ -19,6 +20,7 @@ var All = []framework.Registration{
 	congestion.Registration,
 	gang.Registration,
 	pigeon.Registration,
+	reward.Registration,
 	safe.Registration,
 	telemetry.Registration,
 	template.Registration,

@@ -203,7 +203,7 @@ func realisticPod(i int, node string) *corev1.Pod {
 				Image:       fmt.Sprintf("registry.example.com/team-%d/%s:v1.%d.0", i%20, app, i%9),
 				ImageID:     fmt.Sprintf("registry.example.com/team-%d/%s@sha256:%064x", i%20, app, i%300),
 				ContainerID: fmt.Sprintf("containerd://%064x", i),
-				Cache:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+				State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 			}},
 		},
 	}

@@ -17,8 +17,11 @@ import (
 // Pods keep: namespace, name, UID, resource version, labels, deletion timestamp; spec.nodeName;
 // status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
 // reads: each container's and init container's name, resource requests and restart policy,
-// the pod-level resource requests and the overhead. Everything else (images, commands, env, volumes,
-// probes, annotations, owner references, status details) is dropped.
+// the pod-level resource requests and the overhead. For the reward agent, which learns from pod
+// outcomes, they also keep the Ready condition when True and the PodScheduled condition while
+// Pending (type, status and last transition time only), and the statuses of containers that have
+// restarted (name, restart count, last termination's start and finish). Everything else (images, commands, env, volumes,
+// probes, annotations, owner references, other status details) is dropped.
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
@@ -46,10 +49,55 @@ func stripPod(p *corev1.Pod) *corev1.Pod {
 			Overhead:       p.Spec.Overhead,
 			Resources:      podResources(p.Spec.Resources),
 		},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
+		Status: corev1.PodStatus{
+			Phase:             p.Status.Phase,
+			Conditions:        stripConditions(p),
+			ContainerStatuses: stripContainerStatuses(p.Status.ContainerStatuses),
+		},
 	}
 }
 
+// stripConditions keeps what tells when a pod became ready or was bound, and no more: the Ready
+// condition when it is True, and the PodScheduled condition while the pod is Pending (its
+// transition time is when the pod was bound); type, status and last transition time only.
+func stripConditions(p *corev1.Pod) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range p.Status.Conditions {
+		keep := (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue) ||
+			(c.Type == corev1.PodScheduled && p.Status.Phase == corev1.PodPending)
+		if keep {
+			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+		}
+	}
+	return out
+}
+
+// stripContainerStatuses keeps the statuses of containers that have restarted: name, restart
+// count and the last termination's start and finish (how long the container ran). A container
+// that never restarted has nothing to tell: most pods keep no status at all.
+func stripContainerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	n := 0
+	for _, c := range in {
+		if c.RestartCount > 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, 0, n)
+	for _, c := range in {
+		if c.RestartCount == 0 {
+			continue
+		}
+		s := corev1.ContainerStatus{Name: c.Name, RestartCount: c.RestartCount}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
+		}
+		out = append(out, s)
+	}
+	return out
+}
 func stripContainers(in []corev1.Container) []corev1.Container {
 	if len(in) == 0 {
 		return nil

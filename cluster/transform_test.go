@@ -71,7 +71,17 @@ func TestStripPodDropsTheRest(t *testing.T) {
 	p.Spec.Volumes = []corev1.Volume{{Name: "data"}}
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
 	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}}
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m"},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "sidecar", Ready: true}, {
+		Name: "c0", RestartCount: 2, Image: "busybox", ImageID: "sha256:x", ContainerID: "containerd://1", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: "boom", StartedAt: now, FinishedAt: now}},
+	}}
 	p.Status.PodIP = "10.0.0.1"
 
 	got, err := strip(p)
@@ -83,7 +93,16 @@ func TestStripPodDropsTheRest(t *testing.T) {
 			Labels: map[string]string{"app": "a"}, DeletionTimestamp: &now},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{
 			Name: "c0", Resources: corev1.ResourceRequirements{Requests: p.Spec.Containers[0].Resources.Requests}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			// Running: PodScheduled no longer matters.
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "c0", RestartCount: 2,
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					StartedAt: now, FinishedAt: now}},
+			}},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stripped pod (-want +got):\n%s", diff)
@@ -92,6 +111,25 @@ func TestStripPodDropsTheRest(t *testing.T) {
 	again, _ := strip(got)
 	if diff := cmp.Diff(got, again); diff != "" {
 		t.Errorf("stripping twice changed the pod:\n%s", diff)
+	}
+}
+
+// A pending pod keeps its PodScheduled condition (when it was bound), not a Ready=False one.
+func TestStripPendingPod(t *testing.T) {
+	now := metav1.Now()
+	p := makePod("a", "n1", "100m", "64Mi")
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now},
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r"},
+	}
+	got := stripPod(p)
+	want := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	if diff := cmp.Diff(want, got.Status.Conditions); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if got.Status.ContainerStatuses != nil {
+		t.Errorf("statuses %v, want none", got.Status.ContainerStatuses)
 	}
 }
 

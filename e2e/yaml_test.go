@@ -39,6 +39,7 @@ var extenderFiles = map[string][]string{
 	"extender.pigeon.yaml":          {"pigeon"},
 	"extender.template.yaml":        {"template"},
 	"extender.telemetry.yaml":       {"telemetry"},
+	"extender.reward.yaml":          {"reward"},
 	"extender.safe.congestion.yaml": {"safe", "congestion"},
 	"extender.safe.pigeon.yaml":     {"safe", "pigeon"},
 	"extender.safe.mtls.yaml":       {"safe"},

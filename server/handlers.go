@@ -232,60 +232,6 @@ func clampScore(s int64) int64 {
 	return s
 }
 
-// bind answers that binding is not supported: no agent binds pods. The scheduler then reports the
-// error for the pod; deployments must not set bindVerb for this extender.
-func (s *srv) bind(w http.ResponseWriter, req *http.Request) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	if !readBody(w, req, s.opts.MaxBodyBytes, buf) {
-		return
-	}
-	var args extenderv1.ExtenderBindingArgs
-	if !decodeJSON(w, buf.Bytes(), &args, "ExtenderBindingArgs") {
-		return
-	}
-	note(w, args.PodNamespace+"/"+args.PodName, 1)
-	msg := fmt.Sprintf("binding is not supported by this extender (pod %s/%s to node %s): remove bindVerb from its configuration",
-		args.PodNamespace, args.PodName, args.Node)
-	noteResultError(w, msg)
-	writeJSON(w, &extenderv1.ExtenderBindingResult{Error: msg})
-}
-
-// preempt answers with the scheduler's own candidate victims, unchanged: no agent narrows them.
-func (s *srv) preempt(w http.ResponseWriter, req *http.Request) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	if !readBody(w, req, s.opts.MaxBodyBytes, buf) {
-		return
-	}
-	var args extenderv1.ExtenderPreemptionArgs
-	if !decodeJSON(w, buf.Bytes(), &args, "ExtenderPreemptionArgs") {
-		return
-	}
-	if args.Pod == nil {
-		writeError(w, http.StatusBadRequest, "decoding ExtenderPreemptionArgs: the request has no Pod")
-		return
-	}
-	res := &extenderv1.ExtenderPreemptionResult{NodeNameToMetaVictims: args.NodeNameToMetaVictims}
-	if args.NodeNameToVictims != nil {
-		res.NodeNameToMetaVictims = make(map[string]*extenderv1.MetaVictims, len(args.NodeNameToVictims))
-		for node, v := range args.NodeNameToVictims {
-			meta := &extenderv1.MetaVictims{}
-			if v != nil {
-				meta.NumPDBViolations = v.NumPDBViolations
-				for _, p := range v.Pods {
-					if p != nil {
-						meta.Pods = append(meta.Pods, &extenderv1.MetaPod{UID: string(p.UID)})
-					}
-				}
-			}
-			res.NodeNameToMetaVictims[node] = meta
-		}
-	}
-	note(w, podKey(args.Pod), len(res.NodeNameToMetaVictims))
-	writeJSON(w, res)
-}
-
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // noteResultError records, for metrics and logs, an error carried inside a 200 answer.

@@ -6,8 +6,10 @@
 //
 //	POST /scheduler/predicates/<filter>     ExtenderArgs -> ExtenderFilterResult
 //	POST /scheduler/priorities/<priority>   ExtenderArgs -> HostPriorityList
-//	POST /scheduler/bind                    ExtenderBindingArgs -> ExtenderBindingResult (not supported)
-//	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (echo)
+//	POST /scheduler/bind                    ExtenderBindingArgs -> ExtenderBindingResult (the agent that
+//	                                        implements framework.Binder, else "not supported")
+//	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (the
+//	                                        candidates every framework.Preempter keeps; all without one)
 //	GET  /version (the version, the agents and each agent's routes), /healthz, /readyz, /metrics
 //	GET  /debug/decisions[?pod=<ns>/<name>]  the last decisions (Options.DecisionsKept)
 package server
@@ -104,7 +106,12 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 		}
 	}
 	sort.Strings(names)
-	r.Handle("/scheduler/bind", s.verb("", "bind", "bind", http.HandlerFunc(s.bind))).Methods(http.MethodPost)
+	binder, err := findBinder(agents)
+	if err != nil {
+		return nil, err
+	}
+	s.preempters = findPreempters(agents)
+	r.Handle("/scheduler/bind", s.verb(binder.agent, "bind", "bind", s.bind(binder.b))).Methods(http.MethodPost)
 	r.Handle("/scheduler/preemption", s.verb("", "preemption", "preempt", http.HandlerFunc(s.preempt))).Methods(http.MethodPost)
 
 	version, _ := json.Marshal(map[string]any{"version": opts.Version, "agents": names, "routes": routes})
@@ -149,4 +156,6 @@ type srv struct {
 	metrics *metrics
 	// decisions keeps the last decisions; nil when Options.DecisionsKept is zero.
 	decisions *decisionLog
+	// preempters are the agents that judge preemption candidates, in the agents' order.
+	preempters []namedPreempter
 }

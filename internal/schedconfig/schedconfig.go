@@ -18,6 +18,9 @@ type Call struct {
 	FilterVerb     string
 	PrioritizeVerb string
 	Weight         int64
+	// BindVerb and PreemptVerb: the agent binds pods (at most one extender may) and judges
+	// preemption candidates.
+	BindVerb, PreemptVerb string
 	// HoldOnError: a failing filter holds pods back (ignorable: false written out) rather than
 	// letting them through.
 	HoldOnError bool
@@ -49,6 +52,9 @@ var Agents = []Agent{
 	}},
 	{Name: "telemetry", Port: 5405, Calls: []Call{
 		{FilterVerb: "predicates/telemetry-policy", PrioritizeVerb: "priorities/telemetry-policy", Weight: 1, HoldOnError: true},
+	}},
+	{Name: "reward", Port: 5407, Calls: []Call{
+		{PrioritizeVerb: "priorities/reward", Weight: 2, BindVerb: "bind", PreemptVerb: "preemption", HoldOnError: true},
 	}},
 	{Name: "gang", Port: 5406, Calls: []Call{
 		{FilterVerb: "predicates/gang", HoldOnError: true},
@@ -136,6 +142,8 @@ func Generate(o Options) ([]byte, error) {
 				FilterVerb:       c.FilterVerb,
 				PrioritizeVerb:   c.PrioritizeVerb,
 				Weight:           c.Weight,
+				BindVerb:         c.BindVerb,
+				PreemptVerb:      c.PreemptVerb,
 				NodeCacheCapable: o.NodeCache,
 				HTTPTimeout:      "5s",
 			}
