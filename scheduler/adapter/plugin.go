@@ -1,0 +1,125 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// scoreScale turns an agent's score (0..framework.MaxScore) into the framework's (0..MaxNodeScore).
+const scoreScale = fwk.MaxNodeScore / framework.MaxScore
+
+// base is what every plugin has: its name and its agent's functions.
+type base struct {
+	name    string
+	adapter *Adapter
+	fns     *funcs
+}
+
+// Name implements fwk.Plugin.
+func (b *base) Name() string { return b.name }
+
+// filterPlugin is an agent's filter function.
+type filterPlugin struct{ base }
+
+// scorePlugin is an agent's prioritize function.
+type scorePlugin struct {
+	base
+	key fwk.StateKey
+}
+
+// filterScorePlugin is an agent's filter and prioritize functions of one name.
+type filterScorePlugin struct {
+	filterPlugin
+	scorePlugin
+}
+
+var (
+	_ fwk.FilterPlugin   = (*filterPlugin)(nil)
+	_ fwk.PreScorePlugin = (*scorePlugin)(nil)
+	_ fwk.ScorePlugin    = (*scorePlugin)(nil)
+	_ fwk.FilterPlugin   = (*filterScorePlugin)(nil)
+	_ fwk.ScorePlugin    = (*filterScorePlugin)(nil)
+)
+
+// Name implements fwk.Plugin (both embedded plugins have the same name).
+func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
+
+// Filter implements fwk.FilterPlugin: the agent's filter function judges the one node.
+func (p *filterPlugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	node := nodeInfo.Node()
+	if node == nil {
+		return fwk.NewStatus(fwk.Error, "node not found")
+	}
+	verdicts, err := p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	}
+	if len(verdicts) != 1 {
+		return fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for 1 node", len(verdicts)))
+	}
+	v := verdicts[0]
+	switch {
+	case v.Passes():
+		return nil
+	case v.Unresolvable:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Reason)
+	default:
+		return fwk.NewStatus(fwk.Unschedulable, v.Reason)
+	}
+}
+
+// scores are one cycle's scores of a score plugin, already scaled, by node name.
+type scores map[string]int64
+
+// Clone implements fwk.StateData: the scores are never modified once written.
+func (s scores) Clone() fwk.StateData { return s }
+
+// PreScore implements fwk.PreScorePlugin: the agent's prioritize function scores every feasible
+// node in one call. When it fails, the plugin's Score is skipped for this pod (as kube-scheduler
+// ignores a failing extender prioritizer) and the error is logged.
+func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	views := make([]*corev1.Node, len(nodes))
+	for i, n := range nodes {
+		node := n.Node()
+		if node == nil {
+			return fwk.NewStatus(fwk.Error, "node not found")
+		}
+		views[i] = p.adapter.view(node)
+	}
+	list, err := p.fns.prioritize(ctx, pod, views)
+	if err == nil && len(list) != len(views) {
+		err = fmt.Errorf("returned %d scores for %d nodes", len(list), len(views))
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", p.name, "pod", klog.KObj(pod))
+		return fwk.NewStatus(fwk.Skip)
+	}
+	out := make(scores, len(views))
+	for i, n := range views {
+		out[n.Name] = min(max(list[i], 0), framework.MaxScore) * scoreScale
+	}
+	state.Write(p.key, out)
+	return nil
+}
+
+// Score implements fwk.ScorePlugin: the node's score, computed by PreScore.
+func (p *scorePlugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	data, err := state.Read(p.key)
+	if err != nil {
+		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, p.name))
+	}
+	s, ok := data.(scores)[nodeInfo.Node().Name]
+	if !ok {
+		return 0, fwk.AsStatus(fmt.Errorf("node %s was not among the nodes PreScore scored", nodeInfo.Node().Name))
+	}
+	return s, nil
+}
+
+// ScoreExtensions implements fwk.ScorePlugin: the scores are already in the framework's range.
+func (p *scorePlugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
