@@ -355,7 +355,7 @@ func TestArgs(t *testing.T) {
 		{name: "wrong case", args: "- name: test-fit\n  args:\n    Threshold: 6\n", wantErr: []string{`unknown field "Threshold"`}},
 		{name: "out of range", args: "- name: test-rank\n  args:\n    threshold: 11\n    label: \"\"\n",
 			wantErr: []string{"plugin test-rank (agent test): pluginConfig args: invalid threshold: 11 is out of range [0, 10]", "invalid label: must not be empty"}},
-		{name: "wrong type", args: "- name: test-fit\n  args:\n    threshold: high\n", wantErr: []string{"plugin test-fit (agent test): pluginConfig args:", "threshold"}},
+		{name: "wrong type", args: "- name: test-fit\n  args:\n    label: x\n    threshold: high\n", wantErr: []string{"plugin test-fit (agent test): pluginConfig args: invalid threshold: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Factories run in map order: repeat, so that either plugin comes first.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -52,7 +53,7 @@ func decodeArgs(reg framework.Registration, args runtime.Object) (cfg framework.
 	}
 	strict, err := sigsjson.UnmarshalStrict(raw, cfg, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fieldOf(reg, raw, err)
 	}
 	if len(strict) > 0 {
 		msgs := make([]string, len(strict))
@@ -97,6 +98,22 @@ func describe(err error) error {
 		}
 	}
 	return errors.Join(out...)
+}
+
+// fieldOf returns err, a decoding error of raw, naming the field that causes it when one alone
+// does (a value's own decoder, such as an enum's UnmarshalText, does not name it).
+func fieldOf(reg framework.Registration, raw []byte, err error) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if _, ferr := sigsjson.UnmarshalStrict(one, reg.NewConfig()); ferr != nil {
+			return fmt.Errorf("invalid %s: %w", k, ferr)
+		}
+	}
+	return err
 }
 
 // jsonFields returns the JSON names of the fields of the struct cfg points to.
