@@ -8,9 +8,12 @@
 // its plugins carries them (see Adapter.Factory).
 //
 // How the framework's calls map onto the agents' functions:
-//   - Filter (per node, in parallel): the FilterFunc with a one-node slice. A rejection keeps its
-//     reason (Unschedulable, or UnschedulableAndUnresolvable); an error of the function is an
-//     Error status, which fails the pod's cycle as a failing extender filter does.
+//   - PreFilter (once per cycle, with every node): the FilterFunc with every node at once; the
+//     rejections are kept in the CycleState. An error of the function is an Error status, which
+//     fails the pod's cycle as a failing extender filter does.
+//   - Filter (per node, in parallel): reads the node's verdict back. A rejection keeps its reason
+//     (Unschedulable, or UnschedulableAndUnresolvable). Enabled at filter without preFilter, it
+//     calls the FilterFunc with the one node instead.
 //   - PreScore (once per cycle, with the feasible nodes): the PrioritizeFunc with every feasible
 //     node at once (a prioritizer may score a node relative to the others, like pigeon-holing);
 //     the scores, 0..10, are scaled to the framework's 0..100 and kept in the CycleState. An
@@ -161,13 +164,14 @@ func (a *Adapter) Factory(name string) frameworkruntime.PluginFactory {
 			return nil, err
 		}
 		b := base{name: name, adapter: a, fns: fns}
+		filter, score := filterPlugin{b, stateKey("filter", name)}, scorePlugin{b, stateKey("score", name)}
 		switch {
 		case s.filter && s.prioritizer:
-			return &filterScorePlugin{filterPlugin{b}, scorePlugin{b, stateKey(name)}}, nil
+			return &filterScorePlugin{filter, score}, nil
 		case s.filter:
-			return &filterPlugin{b}, nil
+			return &filter, nil
 		default:
-			return &scorePlugin{b, stateKey(name)}, nil
+			return &score, nil
 		}
 	}
 }
@@ -295,8 +299,10 @@ func agentHandle(fh fwk.Handle, log klog.Logger, views *framework.NodeMemo[*core
 	return h
 }
 
-// stateKey is the CycleState key of a score plugin's scores.
-func stateKey(name string) fwk.StateKey { return fwk.StateKey("kube-safe-scheduler/" + name) }
+// stateKey is the CycleState key of a plugin's verdicts (kind filter) or scores (kind score).
+func stateKey(kind, name string) fwk.StateKey {
+	return fwk.StateKey("kube-safe-scheduler/" + kind + "/" + name)
+}
 
 // view returns the NodeView of the scheduler's node n, memoized.
 func (a *Adapter) view(n *corev1.Node) *corev1.Node { return a.views.Get(n, framework.NodeView) }

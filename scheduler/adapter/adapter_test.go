@@ -56,7 +56,7 @@ const allPlugins = "multiPoint:\n  enabled:\n  - name: test-fit\n  - name: test-
 // args reach the plugins as they do in the scheduler) and builds its first profile's framework
 // with the adapter's plugins, over a snapshot of nodes and pods. The default in-tree plugins the
 // decoding adds are dropped, except the queue sort and the binder every profile needs.
-func newFramework(t *testing.T, a *adapter.Adapter, cfgYAML string, nodes []*corev1.Node, pods []*corev1.Pod) (schedframework.Framework, *cache.Snapshot, error) {
+func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*corev1.Node, pods []*corev1.Pod) (schedframework.Framework, *cache.Snapshot, error) {
 	t.Helper()
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode([]byte(cfgYAML), nil, nil)
 	if err != nil {
@@ -100,7 +100,7 @@ func mustFramework(t *testing.T, a *adapter.Adapter, cfgYAML string, nodes []*co
 	return fw, snap
 }
 
-func newAdapter(t *testing.T, regs ...framework.Registration) *adapter.Adapter {
+func newAdapter(t testing.TB, regs ...framework.Registration) *adapter.Adapter {
 	t.Helper()
 	a, err := adapter.New(regs)
 	if err != nil {
@@ -122,13 +122,16 @@ func testPod(name string, annotations map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: "uid-" + "name", Annotations: annotations}}
 }
 
-// filterAll runs the framework's filters on every node and returns the statuses of the rejected
+// filterAll runs the framework's prefilters, then its filters on every node, and returns the statuses of the rejected
 // nodes and the names of the feasible ones.
 func filterAll(t *testing.T, fw schedframework.Framework, snap *cache.Snapshot, state fwk.CycleState, pod *corev1.Pod) (map[string]*fwk.Status, []fwk.NodeInfo) {
 	t.Helper()
 	infos, err := snap.NodeInfos().List()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
+		t.Fatalf("PreFilter: %v", s)
 	}
 	rejected := map[string]*fwk.Status{}
 	var feasible []fwk.NodeInfo
@@ -184,15 +187,22 @@ func TestPluginsAnswerAsTheExtender(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
+		plugins   string // the profile's plugins, YAML
 		args      string // pluginConfig, YAML
 		threshold int
 	}{
-		{name: "defaults", threshold: 3},
-		{name: "args", args: "- name: test-fit\n  args:\n    threshold: 5\n", threshold: 5},
+		{name: "defaults", plugins: allPlugins, threshold: 3},
+		{name: "args", plugins: allPlugins, args: "- name: test-fit\n  args:\n    threshold: 5\n", threshold: 5},
+		// Without preFilter, Filter calls the filter function node by node.
+		{name: "filter without preFilter", plugins: "filter:\n  enabled:\n  - name: test-fit\npreScore:\n  enabled:\n  - name: test-fit\n  - name: test-rank\n" +
+			"score:\n  enabled:\n  - name: test-fit\n  - name: test-rank\n", threshold: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdapter(t, testRegistration)
-			fw, snap := mustFramework(t, a, profileYAML(allPlugins, tc.args), nodes, nil)
+			fw, snap := mustFramework(t, a, profileYAML(tc.plugins, tc.args), nodes, nil)
+			if got := len(fw.ListPlugins().PreFilter.Enabled); got != strings.Count(tc.plugins, "multiPoint") {
+				t.Fatalf("%d preFilter plugins: the case does not test what it says", got)
+			}
 			pod := testPod("p", nil)
 			state := schedframework.NewCycleState()
 
@@ -266,8 +276,14 @@ func TestFilterErrorFailsTheCycle(t *testing.T) {
 	a := newAdapter(t, testRegistration)
 	fw, snap := mustFramework(t, a, profileYAML(allPlugins, ""), nodes, nil)
 	pod := testPod("p", map[string]string{failAnno: ""})
+	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), schedframework.NewCycleState(), pod); s.Code() != fwk.Error ||
+		!strings.Contains(s.Message(), "filter failed: the test source is down") {
+		t.Fatalf("preFilter status %v, want Error with the agent's error", s)
+	}
+	// Enabled at filter alone, the plugin calls the function from Filter.
+	filterOnly, snap := mustFramework(t, a, profileYAML("filter:\n  enabled:\n  - name: test-fit\n", ""), nodes, nil)
 	ni, _ := snap.NodeInfos().Get("n0")
-	s := fw.RunFilterPlugins(t.Context(), schedframework.NewCycleState(), pod, ni)
+	s := filterOnly.RunFilterPlugins(t.Context(), schedframework.NewCycleState(), pod, ni)
 	if s.Code() != fwk.Error || !strings.Contains(s.Message(), "filter failed: the test source is down") {
 		t.Fatalf("filter status %v, want Error with the agent's error", s)
 	}
@@ -301,7 +317,8 @@ func TestExtensionPoints(t *testing.T) {
 	fw, _ := mustFramework(t, a, profileYAML(allPlugins, ""), []*corev1.Node{testNode("n", "1")}, nil)
 	points := map[string][]string{}
 	for point, list := range map[string][]config.Plugin{
-		"filter": fw.ListPlugins().Filter.Enabled, "preScore": fw.ListPlugins().PreScore.Enabled, "score": fw.ListPlugins().Score.Enabled,
+		"preFilter": fw.ListPlugins().PreFilter.Enabled, "filter": fw.ListPlugins().Filter.Enabled,
+		"preScore": fw.ListPlugins().PreScore.Enabled, "score": fw.ListPlugins().Score.Enabled,
 	} {
 		for _, p := range list {
 			points[p.Name] = append(points[p.Name], point)
@@ -310,7 +327,7 @@ func TestExtensionPoints(t *testing.T) {
 	for _, l := range points {
 		slices.Sort(l)
 	}
-	want := map[string][]string{testFit: {"filter", "preScore", "score"}, testRank: {"preScore", "score"}}
+	want := map[string][]string{testFit: {"filter", "preFilter", "preScore", "score"}, testRank: {"preScore", "score"}}
 	if diff := cmp.Diff(want, points); diff != "" {
 		t.Fatalf("extension points under multiPoint (-want +got):\n%s", diff)
 	}

@@ -25,7 +25,10 @@ type base struct {
 func (b *base) Name() string { return b.name }
 
 // filterPlugin is an agent's filter function.
-type filterPlugin struct{ base }
+type filterPlugin struct {
+	base
+	key fwk.StateKey
+}
 
 // scorePlugin is an agent's prioritize function.
 type scorePlugin struct {
@@ -40,30 +43,77 @@ type filterScorePlugin struct {
 }
 
 var (
-	_ fwk.FilterPlugin   = (*filterPlugin)(nil)
-	_ fwk.PreScorePlugin = (*scorePlugin)(nil)
-	_ fwk.ScorePlugin    = (*scorePlugin)(nil)
-	_ fwk.FilterPlugin   = (*filterScorePlugin)(nil)
-	_ fwk.ScorePlugin    = (*filterScorePlugin)(nil)
+	_ fwk.PreFilterPlugin = (*filterPlugin)(nil)
+	_ fwk.FilterPlugin    = (*filterPlugin)(nil)
+	_ fwk.PreScorePlugin  = (*scorePlugin)(nil)
+	_ fwk.ScorePlugin     = (*scorePlugin)(nil)
+	_ fwk.FilterPlugin    = (*filterScorePlugin)(nil)
+	_ fwk.ScorePlugin     = (*filterScorePlugin)(nil)
 )
 
 // Name implements fwk.Plugin (both embedded plugins have the same name).
 func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
 
-// Filter implements fwk.FilterPlugin: the agent's filter function judges the one node.
-func (p *filterPlugin) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+// rejections are one cycle's rejections by a filter plugin, by node name; a node not in the
+// map passes.
+type rejections map[string]framework.Verdict
+
+// Clone implements fwk.StateData: the rejections are never modified once written.
+func (r rejections) Clone() fwk.StateData { return r }
+
+// PreFilter implements fwk.PreFilterPlugin: the agent's filter function judges every node of the
+// cycle in one call, which Filter then reads back node by node. One call costs the agent its
+// per-pod work once (the pod's requests, say) where a call per node would repeat it, at the price
+// of judging the nodes the scheduler would not have looked at. A filter function's error fails
+// the pod's cycle, as it would in Filter.
+func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	views := make([]*corev1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if node := n.Node(); node != nil {
+			views = append(views, p.adapter.view(node))
+		}
+	}
+	verdicts, err := p.fns.filter(ctx, pod, views)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	}
+	if len(verdicts) != len(views) {
+		return nil, fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for %d nodes", len(verdicts), len(views)))
+	}
+	out := rejections{}
+	for i, v := range verdicts {
+		if !v.Passes() {
+			out[views[i].Name] = v
+		}
+	}
+	state.Write(p.key, out)
+	return nil, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin: the verdicts do not depend on the pods
+// placed on a node.
+func (p *filterPlugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter implements fwk.FilterPlugin: the node's verdict from PreFilter, or, when the plugin is
+// not enabled at preFilter, the agent's filter function called for the one node.
+func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	node := nodeInfo.Node()
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	verdicts, err := p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
-	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	var v framework.Verdict
+	if data, err := state.Read(p.key); err == nil {
+		v = data.(rejections)[node.Name]
+	} else {
+		verdicts, err := p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+		}
+		if len(verdicts) != 1 {
+			return fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for 1 node", len(verdicts)))
+		}
+		v = verdicts[0]
 	}
-	if len(verdicts) != 1 {
-		return fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for 1 node", len(verdicts)))
-	}
-	v := verdicts[0]
 	switch {
 	case v.Passes():
 		return nil
