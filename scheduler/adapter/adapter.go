@@ -51,6 +51,8 @@ type Adapter struct {
 	specs map[string]spec
 	// views memoizes the NodeView of the scheduler's nodes.
 	views framework.NodeMemo[*corev1.Node]
+	// all holds the views of the snapshot's whole node list, for as long as it does not change.
+	all listViews
 
 	mu sync.Mutex
 	// profiles holds the agents built for each profile (keyed by the profile's framework
@@ -254,7 +256,7 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 // build makes the slot's agent from cfg and points every plugin already created at its
 // functions.
 func (a *Adapter) build(slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
-	agent, err := reg.New(cfg, agentHandle(fh, log, &a.views))
+	agent, err := reg.New(cfg, agentHandle(fh, log, a))
 	if err != nil {
 		return err
 	}
@@ -288,8 +290,8 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 
 // agentHandle is what agents get in plugin mode: a logger into klog, the cluster as the
 // scheduler's snapshot sees it, the scheduler's client and event recorder.
-func agentHandle(fh fwk.Handle, log klog.Logger, views *framework.NodeMemo[*corev1.Node]) framework.Handle {
-	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, views)}
+func agentHandle(fh fwk.Handle, log klog.Logger, a *Adapter) framework.Handle {
+	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, a)}
 	if c := fh.ClientSet(); c != nil {
 		h.Client = c
 	}
@@ -306,6 +308,41 @@ func stateKey(kind, name string) fwk.StateKey {
 
 // view returns the NodeView of the scheduler's node n, memoized.
 func (a *Adapter) view(n *corev1.Node) *corev1.Node { return a.views.Get(n, framework.NodeView) }
+
+// listViews holds the views of one list of nodes: the snapshot's list of every node, which
+// PreFilter and Cluster.Nodes ask for on every pod and which changes only when a node does.
+type listViews struct {
+	mu         sync.Mutex
+	src, views []*corev1.Node
+}
+
+// allViews returns a new slice of the views of the nodes of infos (those with a node), from the
+// cached list when infos holds the same node objects in the same order, which one pointer
+// comparison per node checks.
+func (a *Adapter) allViews(infos []fwk.NodeInfo) []*corev1.Node {
+	l := &a.all
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	same := len(infos) == len(l.src)
+	for i := 0; same && i < len(infos); i++ {
+		same = infos[i].Node() == l.src[i]
+	}
+	if !same {
+		src, views := make([]*corev1.Node, 0, len(infos)), make([]*corev1.Node, 0, len(infos))
+		for _, ni := range infos {
+			if n := ni.Node(); n != nil {
+				src, views = append(src, n), append(views, a.view(n))
+			}
+		}
+		if len(src) != len(infos) {
+			// A NodeInfo without its node: such a list is not cached (it could not be compared).
+			l.src, l.views = nil, nil
+			return views
+		}
+		l.src, l.views = src, views
+	}
+	return slices.Clone(l.views)
+}
 
 // logrusTo returns a logrus logger for agents that writes into log: errors as errors, warnings
 // always, info at verbosity 2, debug at 4, trace at 6 (kube-scheduler's --v).

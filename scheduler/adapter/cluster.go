@@ -21,8 +21,8 @@ import (
 // NodeInfo (its own accounting of requests, including assumed pods); and it reflects the cluster
 // as of the cycle's start, consistently for every plugin.
 type snapshotCluster struct {
-	fh    fwk.Handle
-	views *framework.NodeMemo[*corev1.Node]
+	fh      fwk.Handle
+	adapter *Adapter
 	// alloc memoizes Allocated by node name and NodeInfo generation (bumped on every change).
 	alloc sync.Map // node name -> allocEntry
 }
@@ -34,8 +34,8 @@ type allocEntry struct {
 
 var _ framework.Cluster = (*snapshotCluster)(nil)
 
-func newSnapshotCluster(fh fwk.Handle, views *framework.NodeMemo[*corev1.Node]) *snapshotCluster {
-	return &snapshotCluster{fh: fh, views: views}
+func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
+	return &snapshotCluster{fh: fh, adapter: a}
 }
 
 func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
@@ -60,7 +60,7 @@ func (c *snapshotCluster) Node(name string) (*corev1.Node, bool) {
 	if err != nil || ni == nil || ni.Node() == nil {
 		return nil, false
 	}
-	return c.views.Get(ni.Node(), framework.NodeView), true
+	return c.adapter.view(ni.Node()), true
 }
 
 // Nodes implements framework.Cluster: every node of the snapshot, as NodeViews.
@@ -73,13 +73,7 @@ func (c *snapshotCluster) Nodes() []*corev1.Node {
 	if err != nil {
 		return nil
 	}
-	out := make([]*corev1.Node, 0, len(infos))
-	for _, ni := range infos {
-		if n := ni.Node(); n != nil {
-			out = append(out, c.views.Get(n, framework.NodeView))
-		}
-	}
-	return out
+	return c.adapter.allViews(infos)
 }
 
 // Pods implements framework.Cluster: the pods on the snapshot's nodes, bound or assumed.

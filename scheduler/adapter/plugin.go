@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -67,12 +68,7 @@ func (r rejections) Clone() fwk.StateData { return r }
 // of judging the nodes the scheduler would not have looked at. A filter function's error fails
 // the pod's cycle, as it would in Filter.
 func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	views := make([]*corev1.Node, 0, len(nodes))
-	for _, n := range nodes {
-		if node := n.Node(); node != nil {
-			views = append(views, p.adapter.view(node))
-		}
-	}
+	views := p.adapter.allViews(nodes)
 	verdicts, err := p.fns.filter(ctx, pod, views)
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
@@ -134,13 +130,9 @@ func (s scores) Clone() fwk.StateData { return s }
 // node in one call. When it fails, the plugin's Score is skipped for this pod (as kube-scheduler
 // ignores a failing extender prioritizer) and the error is logged.
 func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	views := make([]*corev1.Node, len(nodes))
-	for i, n := range nodes {
-		node := n.Node()
-		if node == nil {
-			return fwk.NewStatus(fwk.Error, "node not found")
-		}
-		views[i] = p.adapter.view(node)
+	views, status := p.feasibleViews(state, nodes)
+	if status != nil {
+		return status
 	}
 	list, err := p.fns.prioritize(ctx, pod, views)
 	if err == nil && len(list) != len(views) {
@@ -156,6 +148,41 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 	}
 	state.Write(p.key, out)
 	return nil
+}
+
+// feasibleKey is the CycleState key of the views of the feasible nodes, which the first of the
+// score plugins to run PreScore computes for all of them.
+const feasibleKey fwk.StateKey = "kube-safe-scheduler/feasible-views"
+
+// feasibleViews are the views of one cycle's feasible nodes, in the order of nodes, whose
+// first NodeInfo and length identify it.
+type feasibleViews struct {
+	first fwk.NodeInfo
+	views []*corev1.Node
+}
+
+// Clone implements fwk.StateData: the views are never modified once written.
+func (f *feasibleViews) Clone() fwk.StateData { return f }
+
+// feasibleViews returns the views of nodes, computed once per cycle for all score plugins.
+func (p *scorePlugin) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) ([]*corev1.Node, *fwk.Status) {
+	if data, err := state.Read(feasibleKey); err == nil {
+		if f := data.(*feasibleViews); len(f.views) == len(nodes) && len(nodes) > 0 && f.first == nodes[0] {
+			return slices.Clone(f.views), nil
+		}
+	}
+	views := make([]*corev1.Node, len(nodes))
+	for i, n := range nodes {
+		node := n.Node()
+		if node == nil {
+			return nil, fwk.NewStatus(fwk.Error, "node not found")
+		}
+		views[i] = p.adapter.view(node)
+	}
+	if len(nodes) > 0 {
+		state.Write(feasibleKey, &feasibleViews{first: nodes[0], views: views})
+	}
+	return slices.Clone(views), nil
 }
 
 // Score implements fwk.ScorePlugin: the node's score, computed by PreScore.
