@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -180,7 +181,8 @@ func (a *Adapter) Factory(name string) frameworkruntime.PluginFactory {
 
 // agentSlot is one profile's instance of an agent.
 type agentSlot struct {
-	agent framework.Agent
+	agent   framework.Agent
+	cluster *snapshotCluster
 	// argsFrom names the plugin whose args configured the agent ("" while it has its defaults);
 	// config is that configuration in JSON, to compare other plugins' args with.
 	argsFrom string
@@ -190,10 +192,14 @@ type agentSlot struct {
 	fns map[string]*funcs
 }
 
-// funcs are the agent functions behind one plugin.
+// funcs are the agent functions behind one plugin, and what SignPod needs to know of them.
 type funcs struct {
 	filter     framework.FilterFunc
 	prioritize framework.PrioritizeFunc
+	// cluster is the agent's Cluster, which records whether the agent has read it.
+	cluster *snapshotCluster
+	// ran tells that a function of the plugin has answered once.
+	ran atomic.Bool
 }
 
 // configure returns the functions of plugin name of agent, in fh's profile, building or
@@ -256,11 +262,12 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 // build makes the slot's agent from cfg and points every plugin already created at its
 // functions.
 func (a *Adapter) build(slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
-	agent, err := reg.New(cfg, agentHandle(fh, log, a))
+	h := agentHandle(fh, log, a)
+	agent, err := reg.New(cfg, h)
 	if err != nil {
 		return err
 	}
-	slot.agent = agent
+	slot.agent, slot.cluster = agent, h.Cluster.(*snapshotCluster)
 	for name, fns := range slot.fns {
 		if err := slot.bind(name, fns); err != nil {
 			return err
@@ -271,7 +278,7 @@ func (a *Adapter) build(slot *agentSlot, reg framework.Registration, cfg framewo
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	*fns = funcs{}
+	fns.filter, fns.prioritize, fns.cluster = nil, nil, s.cluster
 	for _, f := range s.agent.Filters() {
 		if f.Name == name {
 			fns.filter = f.Func

@@ -179,3 +179,43 @@ func firstValue(m map[string]string) string {
 	keys := slices.Sorted(maps.Keys(m))
 	return keys[0] + ": " + m[keys[0]]
 }
+
+// TestSignatures: a plugin signs pods for kube-scheduler's opportunistic batching once it has
+// answered, unless its agent reads the cluster (pigeon-holing): pods that differ only by name
+// share a signature, pods an agent could tell apart do not.
+func TestSignatures(t *testing.T) {
+	nodes, pods := agentCluster()
+	pod := func(name, cpu string) *corev1.Pod { return fixtures.Pod(name, cpu, "1Gi") }
+	for _, tc := range []struct {
+		plugins []string
+		signs   bool
+	}{
+		{[]string{"safe-overload", "congestion"}, true},
+		{[]string{"template-label", "template-score"}, true},
+		{[]string{"safe-overload", "pigeon-holing"}, false},
+	} {
+		t.Run(strings.Join(tc.plugins, "+"), func(t *testing.T) {
+			yaml := "multiPoint:\n  enabled:\n"
+			for _, p := range tc.plugins {
+				yaml += "  - name: " + p + "\n"
+			}
+			fw, snap := mustFramework(t, newAdapter(t, agents.All...), profileYAML(yaml, ""), nodes, pods)
+			if sig := fw.SignPod(t.Context(), pod("a", "1")); sig != nil {
+				t.Fatalf("signature before any answer: %s", sig)
+			}
+			state := schedframework.NewCycleState()
+			_, feasible := filterAll(t, fw, snap, state, pod("a", "1"))
+			scoreAll(t, fw, state, pod("a", "1"), feasible)
+			a, b, c := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")), fw.SignPod(t.Context(), pod("c", "2"))
+			if !tc.signs {
+				if a != nil {
+					t.Fatalf("signed although pigeon-holing reads the cluster: %s", a)
+				}
+				return
+			}
+			if a == nil || string(a) != string(b) || string(a) == string(c) {
+				t.Fatalf("signatures a %s, b %s, c %s: want a = b (only the names differ), c different (another request)", a, b, c)
+			}
+		})
+	}
+}

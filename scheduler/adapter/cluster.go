@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +24,9 @@ import (
 type snapshotCluster struct {
 	fh      fwk.Handle
 	adapter *Adapter
+	// read tells that the agent has called a method: its answers may then depend on more than
+	// the pod and the node (see SignPod).
+	read atomic.Bool
 	// alloc memoizes Allocated by node name and NodeInfo generation (bumped on every change).
 	alloc sync.Map // node name -> allocEntry
 }
@@ -39,6 +43,7 @@ func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
 }
 
 func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
+	c.read.Store(true)
 	l := c.fh.SnapshotSharedLister()
 	if l == nil {
 		return nil
@@ -48,7 +53,7 @@ func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
 
 // HasSynced implements framework.Cluster: the scheduler schedules only once its informers have
 // synced.
-func (c *snapshotCluster) HasSynced() bool { return true }
+func (c *snapshotCluster) HasSynced() bool { c.read.Store(true); return true }
 
 // Node implements framework.NodeLookup: the node's NodeView.
 func (c *snapshotCluster) Node(name string) (*corev1.Node, bool) {

@@ -25,6 +25,37 @@ type base struct {
 // Name implements fwk.Plugin.
 func (b *base) Name() string { return b.name }
 
+// podSignature is the signature fragment of every plugin: what of the pod an agent function
+// may read (its namespace, labels, annotations and spec, the node name still empty).
+const podSignature = "kube-safe-scheduler.Pod(namespace,labels,annotations,spec)"
+
+// SignPod implements fwk.SignPlugin, for kube-scheduler's opportunistic batching: consecutive
+// pods of one signature may reuse the previous pod's verdicts and scores, the node chosen last
+// re-checked. That holds for a function whose answer for a node depends on the pod and that
+// node only. The adapter cannot read the agents' code, so it signs a pod (with everything an
+// agent may read of it) only for a plugin that has answered once and whose agent has never read
+// the cluster (framework.Cluster, whose answers change with every placement: pigeon-holing
+// reads it); otherwise it refuses, and the scheduler runs the whole cycle for that pod.
+func (b *base) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	switch {
+	case !b.fns.ran.Load():
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the plugin has not answered yet")
+	case b.fns.cluster != nil && b.fns.cluster.read.Load():
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent reads the cluster: its answers may change with every placement")
+	}
+	return []fwk.SignFragment{{Key: podSignature, Value: struct {
+		Namespace   string
+		Labels      map[string]string
+		Annotations map[string]string
+		Spec        corev1.PodSpec
+	}{pod.Namespace, pod.Labels, pod.Annotations, pod.Spec}}}, nil
+}
+
+// SignPod implements fwk.SignPlugin (both embedded plugins have the same).
+func (p *filterScorePlugin) SignPod(ctx context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return p.filterPlugin.SignPod(ctx, pod)
+}
+
 // filterPlugin is an agent's filter function.
 type filterPlugin struct {
 	base
@@ -50,6 +81,9 @@ var (
 	_ fwk.ScorePlugin     = (*scorePlugin)(nil)
 	_ fwk.FilterPlugin    = (*filterScorePlugin)(nil)
 	_ fwk.ScorePlugin     = (*filterScorePlugin)(nil)
+	_ fwk.SignPlugin      = (*filterPlugin)(nil)
+	_ fwk.SignPlugin      = (*scorePlugin)(nil)
+	_ fwk.SignPlugin      = (*filterScorePlugin)(nil)
 )
 
 // Name implements fwk.Plugin (both embedded plugins have the same name).
@@ -83,6 +117,7 @@ func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 		}
 	}
 	state.Write(p.key, out)
+	p.fns.ran.Store(true)
 	return nil, nil
 }
 
@@ -109,6 +144,7 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 			return fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for 1 node", len(verdicts)))
 		}
 		v = verdicts[0]
+		p.fns.ran.Store(true)
 	}
 	switch {
 	case v.Passes():
@@ -147,6 +183,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		out[n.Name] = min(max(list[i], 0), framework.MaxScore) * scoreScale
 	}
 	state.Write(p.key, out)
+	p.fns.ran.Store(true)
 	return nil
 }
 
