@@ -8,7 +8,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
+.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -26,6 +26,12 @@ $(addprefix build-,$(AGENTS)): build-%:
 build-annotator:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/node-annotator ./cmd/node-annotator
 
+## build-scheduler: kube-scheduler with every agent as a framework plugin (bin/kube-safe-scheduler,
+## plugin mode: docs/plugin-mode.md); a module of its own, scheduler/. --version reports the
+## Kubernetes release it is built from, with VERSION.
+build-scheduler:
+	cd scheduler && CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$$($(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)+safe.$(VERSION)" -o ../$(BIN)/kube-safe-scheduler .
+
 ## test: every test: lint, unit tests (race detector on), a short fuzz run, end to end on a real control plane
 test: lint prometheus unit fuzz load e2e
 
@@ -36,6 +42,7 @@ prometheus:
 unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags all .
+	cd scheduler && $(GO) test -count=1 ./...
 
 ## fuzz: a short run of each fuzzer of the HTTP layer; FUZZTIME=10m make fuzz for a long one
 fuzz:
@@ -55,11 +62,13 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags all .
 	cd e2e && $(GO) vet ./...
+	cd scheduler && $(GO) vet ./...
 
-## images: one image per agent, one with all agents, one for the annotator (needs a Docker engine)
+## images: one image per agent, one with all agents, one for the annotator, the plugin scheduler (needs a Docker engine)
 images:
 	for a in $(AGENTS) all; do docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.$$a -t kube-sched-ext-$$a:$(VERSION) -t kube-sched-ext-$$a:latest . || exit 1; done
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) -t kube-node-annotator:latest .
+	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.scheduler -t kube-safe-scheduler:$(VERSION) -t kube-safe-scheduler:latest .
 
 ## run: the product on its embedded default: a local control plane, sample nodes and pods, every agent
 run:

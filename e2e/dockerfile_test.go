@@ -55,10 +55,17 @@ func TestDockerfiles(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "binary")
 			env, args := b.Command(map[string]string{"VERSION": dockerVersion}, out)
 			cmd := exec.CommandContext(t.Context(), "go", args...)
-			cmd.Dir = root
+			cmd.Dir = filepath.Join(root, b.Dir)
 			cmd.Env = append(os.Environ(), env...)
 			if outp, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s env %v go %v: %v\n%s", b.Line, env, args, err, outp)
+				t.Fatalf("%s (in %s) env %v go %v: %v\n%s", b.Line, b.Dir, env, args, err, outp)
+			}
+			if name == "scheduler" {
+				checkSchedulerImage(t, f, b, env, out)
+				return
+			}
+			if b.Dir != "." {
+				t.Fatalf("the build runs in %s; an extender image builds at the repository root", b.Dir)
 			}
 			if args[len(args)-1] != "." {
 				return // not an extender image (e.g. the node annotator): building is the check
@@ -121,5 +128,46 @@ func TestDockerfiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSchedulerImage checks Dockerfile.scheduler beyond its build: it builds the scheduler
+// module (scheduler/) at the Kubernetes release scheduler/go.mod requires, which --version
+// reports with the image's VERSION, and the rest of the file is what the other images have.
+func checkSchedulerImage(t *testing.T, file string, b *harness.DockerBuild, env []string, binary string) {
+	t.Helper()
+	if b.Dir != "scheduler" {
+		t.Errorf("the build runs in %s, want scheduler (the plugin scheduler's module)", b.Dir)
+	}
+	list := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
+	list.Dir = filepath.Join(repoRoot(t), "scheduler")
+	kube, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list -m k8s.io/kubernetes in scheduler/: %v", err)
+	}
+	if want := strings.TrimSpace(string(kube)); b.ArgDefaults["KUBERNETES_VERSION"] != want {
+		t.Errorf("ARG KUBERNETES_VERSION=%s, but scheduler/go.mod builds k8s.io/kubernetes %s", b.ArgDefaults["KUBERNETES_VERSION"], want)
+	}
+	out, err := exec.CommandContext(t.Context(), binary, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s", binary, err, out)
+	}
+	if want := "Kubernetes " + b.ArgDefaults["KUBERNETES_VERSION"] + "+safe." + dockerVersion + "\n"; string(out) != want {
+		t.Errorf("--version says %q, want %q", out, want)
+	}
+	text, _ := os.ReadFile(file)
+	for _, line := range []string{
+		"FROM golang:1.26 AS build", "ARG VERSION=dev", "FROM gcr.io/distroless/static-debian12:nonroot",
+		"USER nonroot:nonroot", `ENTRYPOINT ["/kube-safe-scheduler"]`, "COPY --from=build /out/kube-safe-scheduler /kube-safe-scheduler",
+	} {
+		if !strings.Contains(string(text), line+"\n") {
+			t.Errorf("no line %q", line)
+		}
+	}
+	if !slices.Contains(env, "CGO_ENABLED=0") {
+		t.Errorf("the build does not set CGO_ENABLED=0: the binary would not be static")
+	}
+	if b.Output != "/out/kube-safe-scheduler" {
+		t.Errorf("the build writes %s, not the /out/kube-safe-scheduler the final stage copies", b.Output)
 	}
 }

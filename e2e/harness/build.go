@@ -327,3 +327,45 @@ func BuildExtender(t T, tags ...string) string {
 	extenderBuilt[key] = bin
 	return bin
 }
+
+var (
+	pluginSchedulerMu  sync.Mutex
+	pluginSchedulerBin string
+)
+
+// BuildPluginScheduler builds the scheduler with the agents as framework plugins (the module in
+// scheduler/, as make build-scheduler does, stamped with the Kubernetes release it is built
+// from and ExtenderVersion) into .cache/scheduler/kube-safe-scheduler and returns its path.
+// Within one process it is built once; go's build cache makes later builds quick. t.Fatalf
+// reports a failed build.
+func BuildPluginScheduler(t T) string {
+	t.Helper()
+	pluginSchedulerMu.Lock()
+	defer pluginSchedulerMu.Unlock()
+	if pluginSchedulerBin != "" {
+		return pluginSchedulerBin
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	src := filepath.Join(root, "scheduler")
+	version, err := goOutput(t.Context(), src, "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
+	if err != nil {
+		t.Fatalf("the Kubernetes release scheduler/go.mod builds: %v", err)
+	}
+	dir := filepath.Join(root, ".cache", "scheduler")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("%v", err)
+	}
+	bin := filepath.Join(dir, PluginScheduler)
+	// The stamp makes --version (and the scheduler's emulated version) that release's, like the
+	// harness's kube-scheduler, with this build's version after "+".
+	flags := strings.ReplaceAll(ldflags("k8s.io/kubernetes", version), "gitVersion="+version, "gitVersion="+version+"+safe."+ExtenderVersion)
+	fmt.Fprintf(os.Stderr, "harness: building %s in %s (the first build takes several minutes)\n", PluginScheduler, src)
+	if err := goBuild(t.Context(), src, PluginScheduler, bin, flags, ".", os.Stderr); err != nil {
+		t.Fatalf("%v", err)
+	}
+	pluginSchedulerBin = bin
+	return bin
+}

@@ -127,7 +127,7 @@ func LoadDeployment(source string, data []byte) (*Deployment, error) {
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("%s: no kube-scheduler container (image registry.k8s.io/kube-scheduler)", source)
+		return nil, fmt.Errorf("%s: no kube-scheduler container (image registry.k8s.io/kube-scheduler, or %s)", source, PluginScheduler)
 	}
 	configPath := flagValue(schedulerArgs(d.Scheduler), "config")
 	if configPath == "" {
@@ -146,18 +146,36 @@ func LoadDeployment(source string, data []byte) (*Deployment, error) {
 	return d, nil
 }
 
+// PluginScheduler is the executable and image name of the scheduler with the agents compiled in
+// as plugins (dockerfiles/Dockerfile.scheduler).
+const PluginScheduler = "kube-safe-scheduler"
+
 func isScheduler(c corev1.Container) bool {
-	image := c.Image
+	image := imageName(c.Image)
+	return strings.HasSuffix(image, "/kube-scheduler") || IsPluginScheduler(c) ||
+		(len(c.Command) > 0 && path.Base(c.Command[0]) == "kube-scheduler")
+}
+
+// IsPluginScheduler reports whether the container runs the plugin scheduler (image or command
+// kube-safe-scheduler) rather than kube-scheduler.
+func IsPluginScheduler(c corev1.Container) bool {
+	image := imageName(c.Image)
+	return image == PluginScheduler || strings.HasSuffix(image, "/"+PluginScheduler) ||
+		(len(c.Command) > 0 && path.Base(c.Command[0]) == PluginScheduler)
+}
+
+// imageName returns image without its tag.
+func imageName(image string) string {
 	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
 		image = image[:i]
 	}
-	return strings.HasSuffix(image, "/kube-scheduler") || (len(c.Command) > 0 && path.Base(c.Command[0]) == "kube-scheduler")
+	return image
 }
 
 // schedulerArgs returns the container's command line after the executable.
 func schedulerArgs(c corev1.Container) []string {
 	all := append(slices.Clone(c.Command), c.Args...)
-	if len(all) > 0 && path.Base(all[0]) == "kube-scheduler" {
+	if len(all) > 0 && (path.Base(all[0]) == "kube-scheduler" || path.Base(all[0]) == PluginScheduler) {
 		all = all[1:]
 	}
 	return all
@@ -509,7 +527,8 @@ func rewriteExtenderTLSFiles(config []byte, local func(string) string) ([]byte, 
 
 // RunDeployment runs a deployment file's pod as local processes against the cluster: every
 // sidecar as an extender process with the container's env and arguments, and kube-scheduler with
-// the container's flags and the ConfigMap's configuration. What a pod would give them differently
+// the container's flags and the ConfigMap's configuration (the plugin scheduler, BuildPluginScheduler,
+// for a kube-safe-scheduler container). What a pod would give them differently
 // is changed and nothing else: ports are remapped to free loopback ports (HTTP_PORT and the
 // extenders' urlPrefix, whose host must be localhost or 127.0.0.1, as in a pod), the
 // configuration's kubeconfig path is set and --secure-port/--bind-address chosen, and
@@ -622,7 +641,11 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 	}
 	args = append(args, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
 	args = append(args, opts.SchedulerArgs...)
-	r.Scheduler = c.StartScheduler(t, SchedulerOptions{Config: cfg, Kubeconfig: kubeconfig, Args: args})
+	opt := SchedulerOptions{Config: cfg, Kubeconfig: kubeconfig, Args: args}
+	if IsPluginScheduler(d.Scheduler) {
+		opt.Name, opt.Binary = PluginScheduler, BuildPluginScheduler(t)
+	}
+	r.Scheduler = c.StartScheduler(t, opt)
 	r.Config, err = SetSchedulerKubeconfig(cfg, kubeconfig)
 	if err != nil {
 		t.Fatalf("%v", err)

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 )
@@ -23,6 +24,9 @@ type DockerBuild struct {
 	Tags []string
 	// Output is the -o value.
 	Output string
+	// Dir is the directory the go build runs in, relative to the build context: the WORKDIR in
+	// effect, relative to where the file copied the context (COPY . <dest>). "." for the root.
+	Dir string
 }
 
 // ParseDockerfile reads a Dockerfile and returns its one RUN instruction that runs go build.
@@ -34,10 +38,20 @@ func ParseDockerfile(file string) (*DockerBuild, error) {
 	}
 	b := &DockerBuild{Dockerfile: file, ArgDefaults: map[string]string{}}
 	var found []string
+	// workdir is the WORKDIR in effect; context is where COPY . <dest> put the build context.
+	workdir, context := "/", ""
 	for _, inst := range instructions(string(data)) {
 		keyword, rest, _ := strings.Cut(inst, " ")
 		rest = strings.TrimSpace(rest)
 		switch strings.ToUpper(keyword) {
+		case "FROM":
+			workdir = "/"
+		case "WORKDIR":
+			workdir = resolve(workdir, rest)
+		case "COPY":
+			if f := strings.Fields(rest); len(f) == 2 && f[0] == "." {
+				context = resolve(workdir, f[1])
+			}
 		case "ARG":
 			name, def, _ := strings.Cut(rest, "=")
 			b.ArgDefaults[strings.TrimSpace(name)] = strings.Trim(strings.TrimSpace(def), `"'`)
@@ -45,6 +59,18 @@ func ParseDockerfile(file string) (*DockerBuild, error) {
 			for _, cmd := range regexp.MustCompile(`&&|;`).Split(rest, -1) {
 				if strings.Contains(cmd, "go build") {
 					found = append(found, strings.TrimSpace(cmd))
+					if context == "" {
+						return nil, fmt.Errorf("%s: go build runs before the build context is copied (COPY . <dest>)", file)
+					}
+					rel, ok := strings.CutPrefix(workdir, strings.TrimSuffix(context, "/")+"/")
+					switch {
+					case workdir == context:
+						b.Dir = "."
+					case ok:
+						b.Dir = rel
+					default:
+						return nil, fmt.Errorf("%s: go build runs in %s, outside the build context copied to %s", file, workdir, context)
+					}
 				}
 			}
 		}
@@ -86,6 +112,14 @@ func ParseDockerfile(file string) (*DockerBuild, error) {
 		}
 	}
 	return b, nil
+}
+
+// resolve returns p, a Dockerfile path, made absolute against the WORKDIR workdir.
+func resolve(workdir, p string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(workdir, p)
 }
 
 // Command returns the environment and the go arguments of the build, with build arguments

@@ -34,6 +34,9 @@ type SchedulerOptions struct {
 	// Args are further kube-scheduler flags (e.g. "--v=4"), after the harness's --config,
 	// --secure-port and --bind-address.
 	Args []string
+	// Binary is the scheduler executable; default: the control plane's kube-scheduler
+	// (BuildPluginScheduler builds the one with the agents as plugins).
+	Binary string
 }
 
 // StartScheduler starts kube-scheduler with opts.Config (its kubeconfig path changed) on a free
@@ -66,7 +69,11 @@ func (c *Cluster) StartScheduler(t T, opts SchedulerOptions) *Scheduler {
 			"--secure-port=" + strconv.Itoa(port),
 			"--bind-address=127.0.0.1",
 		}, opts.Args...)
-		p := StartProcess(t, name, c.logDir, c.Binaries.Scheduler, nil, args...)
+		bin := opts.Binary
+		if bin == "" {
+			bin = c.Binaries.Scheduler
+		}
+		p := StartProcess(t, name, c.logDir, bin, nil, args...)
 		err := waitUntil(t.Context(), StartTimeout, p, func(ctx context.Context) bool {
 			return httpOK(ctx, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
 		})

@@ -9,17 +9,22 @@
 //	pigeon: names + the pigeon-holing priority
 //	combined: names' functions in two calls a pod: the safe filter and priorities/combined
 //	          (safe-overload=1,congestion=1, weight 2) on one extender serving both agents
+//	plugins: no extender: kube-safe-scheduler (scheduler/) running safe-overload (filter and
+//	         score) and congestion as framework plugins, with the names mode's weights
+//	plugins-pigeon: plugins + pigeon-holing
 //
 // For each node count it creates the nodes once, starts the extenders once (one process each,
 // as sidecars run), then for each mode pre-creates the pods, starts a scheduler with that
 // mode's configuration and times the bindings: pods/s = (pods - 1) / (last binding - first
 // binding), so scheduler start-up is not counted. It prints a table with each mode's ratio to
 // "alone" (and, with -rounds, medians over interleaved rounds). Usage: make bench-e2e, or
-// go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000 [-modes names,combined -rounds 3].
+// go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000 [-modes names,combined,plugins -rounds 3]
+// [-cpuprofile dir].
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -47,6 +52,9 @@ type mode struct {
 	about string
 	// extenders returns the extenders: section of the scheduler configuration.
 	extenders func(p ports) string
+	// plugins, when set, is the profile's plugins: section, and the scheduler is the plugin
+	// scheduler (kube-safe-scheduler, built from scheduler/) instead of kube-scheduler.
+	plugins string
 }
 
 type ports struct{ safe, congestion, pigeon, template, template2, combined int }
@@ -111,7 +119,7 @@ func safeCongestion(p ports, cacheCapable bool) string {
 }
 
 var modes = []mode{
-	{"alone", "kube-scheduler alone", func(ports) string { return "" }},
+	{"alone", "kube-scheduler alone", noExtenders, ""},
 	// floor: the names mode's call pattern (a filter and a priority on one extender, a priority
 	// on another) served by the template agent, whose functions cost next to nothing: what the
 	// HTTP extender mechanism itself costs.
@@ -127,16 +135,16 @@ var modes = []mode{
   weight: 1
   nodeCacheCapable: true
 `, p.template, p.template2)
-	}},
-	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }},
-	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }},
+	}, ""},
+	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }, ""},
+	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }, ""},
 	{"pigeon", "names + pigeon-holing", func(p ports) string {
 		return safeCongestion(p, true) + fmt.Sprintf(`- urlPrefix: http://127.0.0.1:%d/scheduler
   prioritizeVerb: priorities/pigeon-holing
   weight: 1
   nodeCacheCapable: true
 `, p.pigeon)
-	}},
+	}, ""},
 	{"combined", "safe filter + combined(safe-overload, congestion), NodeNames", func(p ports) string {
 		return fmt.Sprintf(`extenders:
 - urlPrefix: http://127.0.0.1:%d/scheduler
@@ -145,16 +153,33 @@ var modes = []mode{
   weight: 2
   nodeCacheCapable: true
 `, p.combined)
-	}},
+	}, ""},
+	// Plugin mode: the same agents and weights as names and pigeon, compiled into the scheduler.
+	{"plugins", "kube-safe-scheduler: safe-overload filter+score, congestion score", noExtenders, pluginsSafeCongestion},
+	{"plugins-pigeon", "plugins + pigeon-holing", noExtenders, pluginsSafeCongestion + "      - name: pigeon-holing\n        weight: 1\n"},
 }
+
+func noExtenders(ports) string { return "" }
+
+// pluginsSafeCongestion enables the plugins of the names mode's functions, with its weights.
+const pluginsSafeCongestion = `  plugins:
+    multiPoint:
+      enabled:
+      - name: safe-overload
+        weight: 1
+      - name: congestion
+        weight: 1
+`
 
 func main() {
 	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
 	pods := flag.Int("pods", 1000, "pods scheduled per mode")
-	only := flag.String("modes", "alone,floor,names,full,pigeon,combined", "comma-separated modes to run")
+	only := flag.String("modes", "alone,floor,names,full,pigeon,combined,plugins,plugins-pigeon", "comma-separated modes to run")
 	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
 	rounds := flag.Int("rounds", 1, "run the selected modes this many times, interleaved (a, b, a, b), so that a shared "+
 		"machine's drift spreads over every mode; with more than one, medians follow the table")
+	flag.StringVar(&profileDir, "cpuprofile", "", "directory to write each scheduler's CPU profile to (<nodes>-<mode>.pprof, the first -profile-seconds of its run)")
+	flag.DurationVar(&profileFor, "profile-seconds", 5*time.Second, "length of each CPU profile")
 	flag.Parse()
 
 	s := harness.NewSession(os.Stderr)
@@ -269,6 +294,36 @@ func medianText(v []float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", median(v))
+}
+
+var (
+	profileDir string
+	profileFor time.Duration
+)
+
+// cpuProfile saves the scheduler's CPU profile (its /debug/pprof/profile) over the next
+// profileFor to file; a failure is reported, not fatal.
+func cpuProfile(port int, file string) {
+	client := &http.Client{Timeout: profileFor + time.Minute, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed certificate, on loopback
+	}}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, int(profileFor.Seconds())))
+	if err == nil {
+		defer resp.Body.Close()
+		var body []byte
+		body, err = io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", resp.StatusCode, body)
+		}
+		if err == nil {
+			err = os.WriteFile(file, body, 0o644)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench-e2e: CPU profile %s: %v\n", file, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "bench-e2e: CPU profile written to %s\n", file)
 }
 
 // serveSummary gives, per function called during a mode, the mean time the extender spent on
@@ -450,9 +505,26 @@ leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: my-scheduler
-` + m.extenders(p)
-	sched := c.StartScheduler(s, harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", m.name, round), Config: []byte(cfg)})
+` + m.plugins + m.extenders(p)
+	opts := harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", m.name, round), Config: []byte(cfg)}
+	if m.plugins != "" {
+		opts.Binary = harness.BuildPluginScheduler(s)
+	}
+	if profileDir != "" {
+		// The profile is read anonymously, on loopback.
+		opts.Args = append(opts.Args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/profile")
+	}
+	sched := c.StartScheduler(s, opts)
 	defer sched.Stop()
+	profiled := make(chan struct{})
+	if profileDir != "" {
+		go func() {
+			defer close(profiled)
+			cpuProfile(sched.Port, fmt.Sprintf("%s/%d-%s.pprof", profileDir, nodes, m.name))
+		}()
+	} else {
+		close(profiled)
+	}
 
 	select {
 	case <-allBound:
@@ -462,6 +534,7 @@ profiles:
 		mu.Unlock()
 		s.Fatalf("%s: %d of %d pods bound before the timeout; scheduler log:\n%s", m.name, n, pods, sched.Tail(30))
 	}
+	<-profiled
 	sched.Stop()
 	// Free the nodes for the next mode: no kubelet runs, so delete at once.
 	zero := int64(0)

@@ -1,0 +1,417 @@
+// Package adapter turns agents into kube-scheduler framework plugins, knowing no agent: every
+// filter function of an agent becomes a Filter plugin and every prioritize function a Score
+// plugin (with PreScore), named as the function; a name that is both (safe-overload) is one
+// plugin with both extension points.
+//
+// Each scheduler profile gets one instance of each agent whose plugins it enables, shared by
+// all of that agent's plugins and configured once, from the pluginConfig args of whichever of
+// its plugins carries them (see Adapter.Factory).
+//
+// How the framework's calls map onto the agents' functions:
+//   - PreFilter (once per cycle, with every node): the FilterFunc with every node at once; the
+//     rejections are kept in the CycleState. An error of the function is an Error status, which
+//     fails the pod's cycle as a failing extender filter does.
+//   - Filter (per node, in parallel): reads the node's verdict back. A rejection keeps its reason
+//     (Unschedulable, or UnschedulableAndUnresolvable). Enabled at filter without preFilter, it
+//     calls the FilterFunc with the one node instead.
+//   - PreScore (once per cycle, with the feasible nodes): the PrioritizeFunc with every feasible
+//     node at once (a prioritizer may score a node relative to the others, like pigeon-holing);
+//     the scores, 0..10, are scaled to the framework's 0..100 and kept in the CycleState. An
+//     error of the function skips the plugin's Score for the pod, as kube-scheduler ignores a
+//     failing extender prioritizer.
+//   - Score (per node): reads the node's score back.
+//
+// Nodes reach the agents as framework.NodeView of the scheduler's NodeInfo nodes, memoized by
+// name and resourceVersion.
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// Adapter holds the plugins made of a list of agents. It is safe for concurrent use.
+type Adapter struct {
+	regs map[string]framework.Registration // by agent name
+	// specs are the plugins, by name.
+	specs map[string]spec
+	// views memoizes the NodeView of the scheduler's nodes.
+	views framework.NodeMemo[*corev1.Node]
+	// all holds the views of the snapshot's whole node list, for as long as it does not change.
+	all listViews
+
+	mu sync.Mutex
+	// profiles holds the agents built for each profile (keyed by the profile's framework
+	// handle), by agent name.
+	profiles map[fwk.Handle]map[string]*agentSlot
+}
+
+// spec is what a plugin is: an agent's filter function, prioritize function, or both, of one name.
+type spec struct {
+	agent               string
+	filter, prioritizer bool
+}
+
+// New returns the plugins of the agents regs. The functions each agent offers are read from an
+// instance built with its default configuration and no cluster access. Two agents offering a
+// function of the same name, or an agent offering no function, is an error.
+func New(regs []framework.Registration) (*Adapter, error) {
+	a := &Adapter{regs: map[string]framework.Registration{}, specs: map[string]spec{}, profiles: map[fwk.Handle]map[string]*agentSlot{}}
+	for _, r := range regs {
+		if _, dup := a.regs[r.Name]; dup {
+			return nil, fmt.Errorf("agent %s is listed twice", r.Name)
+		}
+		a.regs[r.Name] = r
+		probe, err := r.New(r.NewConfig(), framework.NewHandle(nil))
+		if err != nil {
+			return nil, fmt.Errorf("agent %s with its default configuration: %w", r.Name, err)
+		}
+		add := func(name string, filter bool) error {
+			s, ok := a.specs[name]
+			if ok && s.agent != r.Name {
+				return fmt.Errorf("agents %s and %s both offer a function named %s: plugin names must be unique", s.agent, r.Name, name)
+			}
+			if ok && (filter && s.filter || !filter && s.prioritizer) {
+				return fmt.Errorf("agent %s offers two functions of kind %s named %s", r.Name, kind(filter), name)
+			}
+			s.agent = r.Name
+			if filter {
+				s.filter = true
+			} else {
+				s.prioritizer = true
+			}
+			a.specs[name] = s
+			return nil
+		}
+		for _, f := range probe.Filters() {
+			if err := add(f.Name, true); err != nil {
+				return nil, err
+			}
+		}
+		for _, p := range probe.Prioritizers() {
+			if err := add(p.Name, false); err != nil {
+				return nil, err
+			}
+		}
+		if len(probe.Filters())+len(probe.Prioritizers()) == 0 {
+			return nil, fmt.Errorf("agent %s offers no function", r.Name)
+		}
+	}
+	return a, nil
+}
+
+func kind(filter bool) string {
+	if filter {
+		return "filter"
+	}
+	return "prioritize"
+}
+
+// Names returns the plugin names, sorted.
+func (a *Adapter) Names() []string {
+	names := make([]string, 0, len(a.specs))
+	for n := range a.specs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Describe returns, for each plugin name, its agent and extension points, for messages and docs.
+func (a *Adapter) Describe(name string) (agent string, filter, score bool) {
+	s := a.specs[name]
+	return s.agent, s.filter, s.prioritizer
+}
+
+// Registry returns every plugin's factory, for frameworkruntime.NewFramework or
+// app.WithPlugin.
+func (a *Adapter) Registry() frameworkruntime.Registry {
+	r := frameworkruntime.Registry{}
+	for name := range a.specs {
+		r[name] = a.Factory(name)
+	}
+	return r
+}
+
+// Factory returns the factory of the plugin called name (one of Names).
+//
+// Configuration: an agent is configured from the pluginConfig args of whichever of its plugins
+// carries them, decoded strictly (an unknown or repeated field is an error naming it) into the
+// agent's Config holding its defaults, then checked by its Validate. Several plugins of one
+// agent may carry args only if they decode to the same configuration; an agent none of whose
+// plugins carries args runs with its defaults. The agent is built by the first of its plugins the
+// scheduler creates, and built again, once, if a later one brings the args.
+func (a *Adapter) Factory(name string) frameworkruntime.PluginFactory {
+	s, ok := a.specs[name]
+	return func(ctx context.Context, args runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+		if !ok {
+			return nil, fmt.Errorf("no agent offers a function named %s", name)
+		}
+		fns, err := a.configure(ctx, name, s.agent, args, fh)
+		if err != nil {
+			return nil, err
+		}
+		b := base{name: name, adapter: a, fns: fns}
+		filter, score := filterPlugin{b, stateKey("filter", name)}, scorePlugin{b, stateKey("score", name)}
+		switch {
+		case s.filter && s.prioritizer:
+			return &filterScorePlugin{filter, score}, nil
+		case s.filter:
+			return &filter, nil
+		default:
+			return &score, nil
+		}
+	}
+}
+
+// agentSlot is one profile's instance of an agent.
+type agentSlot struct {
+	agent   framework.Agent
+	cluster *snapshotCluster
+	// argsFrom names the plugin whose args configured the agent ("" while it has its defaults);
+	// config is that configuration in JSON, to compare other plugins' args with.
+	argsFrom string
+	config   []byte
+	// fns are the functions of the agent's plugins, by plugin name; each plugin holds its entry,
+	// which a rebuild updates in place (before the scheduler starts).
+	fns map[string]*funcs
+}
+
+// funcs are the agent functions behind one plugin, and what SignPod needs to know of them.
+type funcs struct {
+	filter     framework.FilterFunc
+	prioritize framework.PrioritizeFunc
+	// cluster is the agent's Cluster, which records whether the agent has read it.
+	cluster *snapshotCluster
+	// ran tells that a function of the plugin has answered once.
+	ran atomic.Bool
+}
+
+// configure returns the functions of plugin name of agent, in fh's profile, building or
+// rebuilding the agent as its args require.
+func (a *Adapter) configure(ctx context.Context, name, agent string, args runtime.Object, fh fwk.Handle) (*funcs, error) {
+	reg := a.regs[agent]
+	cfg, given, err := decodeArgs(reg, args)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s (agent %s): pluginConfig args: %w", name, agent, err)
+	}
+	var cfgJSON []byte
+	if given {
+		if cfgJSON, err = json.Marshal(cfg); err != nil {
+			return nil, fmt.Errorf("plugin %s (agent %s): %w", name, agent, err)
+		}
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	slots := a.profiles[fh]
+	if slots == nil {
+		slots = map[string]*agentSlot{}
+		a.profiles[fh] = slots
+	}
+	slot := slots[agent]
+	if slot == nil {
+		slot = &agentSlot{fns: map[string]*funcs{}}
+		slots[agent] = slot
+	}
+	fns := slot.fns[name]
+	if fns == nil {
+		fns = &funcs{}
+		slot.fns[name] = fns
+	}
+	log := klog.FromContext(ctx).WithValues("agent", agent)
+	switch {
+	case given && slot.argsFrom != "":
+		if string(cfgJSON) != string(slot.config) {
+			return nil, fmt.Errorf("plugins %s and %s of agent %s both carry pluginConfig args, and they differ (%s and %s): "+
+				"an agent is configured once; give its args on one of its plugins, or the same on each",
+				slot.argsFrom, name, agent, slot.config, cfgJSON)
+		}
+	case given:
+		if err := a.build(slot, reg, cfg, fh, log); err != nil {
+			return nil, fmt.Errorf("plugin %s (agent %s): %w", name, agent, err)
+		}
+		slot.argsFrom, slot.config = name, cfgJSON
+		log.Info("Agent configured from pluginConfig args", "plugin", name, "config", string(cfgJSON))
+	case slot.agent == nil:
+		if err := a.build(slot, reg, cfg, fh, log); err != nil {
+			return nil, fmt.Errorf("plugin %s (agent %s) with the agent's default configuration: %w", name, agent, err)
+		}
+	}
+	if err := slot.bind(name, fns); err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", name, err)
+	}
+	return fns, nil
+}
+
+// build makes the slot's agent from cfg and points every plugin already created at its
+// functions.
+func (a *Adapter) build(slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
+	h := agentHandle(fh, log, a)
+	agent, err := reg.New(cfg, h)
+	if err != nil {
+		return err
+	}
+	slot.agent, slot.cluster = agent, h.Cluster.(*snapshotCluster)
+	for name, fns := range slot.fns {
+		if err := slot.bind(name, fns); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bind points fns at the functions called name of the slot's agent.
+func (s *agentSlot) bind(name string, fns *funcs) error {
+	fns.filter, fns.prioritize, fns.cluster = nil, nil, s.cluster
+	for _, f := range s.agent.Filters() {
+		if f.Name == name {
+			fns.filter = f.Func
+		}
+	}
+	for _, p := range s.agent.Prioritizers() {
+		if p.Name == name {
+			fns.prioritize = p.Func
+		}
+	}
+	if fns.filter == nil && fns.prioritize == nil {
+		return fmt.Errorf("agent %s, as configured, offers no function named %s", s.agent.Name(), name)
+	}
+	return nil
+}
+
+// agentHandle is what agents get in plugin mode: a logger into klog, the cluster as the
+// scheduler's snapshot sees it, the scheduler's client and event recorder.
+func agentHandle(fh fwk.Handle, log klog.Logger, a *Adapter) framework.Handle {
+	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, a)}
+	if c := fh.ClientSet(); c != nil {
+		h.Client = c
+	}
+	if r := fh.EventRecorder(); r != nil {
+		h.Events = eventRecorder{r}
+	}
+	return h
+}
+
+// stateKey is the CycleState key of a plugin's verdicts (kind filter) or scores (kind score).
+func stateKey(kind, name string) fwk.StateKey {
+	return fwk.StateKey("kube-safe-scheduler/" + kind + "/" + name)
+}
+
+// view returns the NodeView of the scheduler's node n, memoized.
+func (a *Adapter) view(n *corev1.Node) *corev1.Node { return a.views.Get(n, framework.NodeView) }
+
+// listViews holds the views of one list of nodes: the snapshot's list of every node, which
+// PreFilter and Cluster.Nodes ask for on every pod and which changes only when a node does.
+type listViews struct {
+	mu         sync.Mutex
+	src, views []*corev1.Node
+}
+
+// allViews returns a new slice of the views of the nodes of infos (those with a node), from the
+// cached list when infos holds the same node objects in the same order, which one pointer
+// comparison per node checks.
+func (a *Adapter) allViews(infos []fwk.NodeInfo) []*corev1.Node {
+	l := &a.all
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	same := len(infos) == len(l.src)
+	for i := 0; same && i < len(infos); i++ {
+		same = infos[i].Node() == l.src[i]
+	}
+	if !same {
+		src, views := make([]*corev1.Node, 0, len(infos)), make([]*corev1.Node, 0, len(infos))
+		for _, ni := range infos {
+			if n := ni.Node(); n != nil {
+				src, views = append(src, n), append(views, a.view(n))
+			}
+		}
+		if len(src) != len(infos) {
+			// A NodeInfo without its node: such a list is not cached (it could not be compared).
+			l.src, l.views = nil, nil
+			return views
+		}
+		l.src, l.views = src, views
+	}
+	return slices.Clone(l.views)
+}
+
+// logrusTo returns a logrus logger for agents that writes into log: errors as errors, warnings
+// always, info at verbosity 2, debug at 4, trace at 6 (kube-scheduler's --v).
+func logrusTo(log klog.Logger) *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(discard{})
+	level := logrus.WarnLevel
+	for _, v := range []struct {
+		v     int
+		level logrus.Level
+	}{{2, logrus.InfoLevel}, {4, logrus.DebugLevel}, {6, logrus.TraceLevel}} {
+		if log.V(v.v).Enabled() {
+			level = v.level
+		}
+	}
+	l.SetLevel(level)
+	l.AddHook(klogHook{log})
+	return logrus.NewEntry(l)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// klogHook forwards logrus entries to a klog logger.
+type klogHook struct{ log klog.Logger }
+
+func (klogHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h klogHook) Fire(e *logrus.Entry) error {
+	kv := make([]any, 0, 2*len(e.Data))
+	keys := make([]string, 0, len(e.Data))
+	for k := range e.Data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var err error
+	for _, k := range keys {
+		if k == logrus.ErrorKey {
+			err, _ = e.Data[k].(error)
+			continue
+		}
+		kv = append(kv, k, e.Data[k])
+	}
+	msg := strings.TrimSuffix(e.Message, "\n")
+	switch {
+	case e.Level <= logrus.ErrorLevel:
+		h.log.Error(err, msg, kv...)
+	case e.Level == logrus.WarnLevel:
+		if err != nil {
+			kv = append(kv, "err", err)
+		}
+		h.log.Info(msg, kv...)
+	case e.Level == logrus.InfoLevel:
+		if err != nil {
+			kv = append(kv, "err", err)
+		}
+		h.log.V(2).Info(msg, kv...)
+	case e.Level == logrus.DebugLevel:
+		h.log.V(4).Info(msg, kv...)
+	default:
+		h.log.V(6).Info(msg, kv...)
+	}
+	return nil
+}

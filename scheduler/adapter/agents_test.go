@@ -1,0 +1,221 @@
+package adapter_test
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+)
+
+// staticCluster is the extender's view of a fixed cluster, computed as package cluster's cache
+// computes it (Allocated: PodRequests summed, plus a pod count), to compare plugin mode's
+// snapshot-backed Cluster with.
+type staticCluster struct {
+	nodes []*corev1.Node
+	pods  []*corev1.Pod
+}
+
+func (c staticCluster) Node(name string) (*corev1.Node, bool) {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return framework.NodeView(n), true
+		}
+	}
+	return nil, false
+}
+func (c staticCluster) HasSynced() bool { return true }
+func (c staticCluster) Nodes() []*corev1.Node {
+	out := make([]*corev1.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = framework.NodeView(n)
+	}
+	return out
+}
+func (c staticCluster) Pods() []*corev1.Pod { return c.pods }
+func (c staticCluster) Allocated(node string) framework.Amounts {
+	a := framework.Amounts{}
+	for _, p := range c.pods {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		for name, q := range framework.PodRequests(p) {
+			if v := framework.Amount(name, q); v != 0 {
+				a[name] += v
+			}
+		}
+		a[corev1.ResourcePods]++
+	}
+	return a
+}
+
+// agentCluster is a cluster every agent has something to say about: usage statistics for safe
+// (some nodes too busy), congestion factors, template labels and scores, and pods bound to the
+// nodes for pigeon.
+func agentCluster() ([]*corev1.Node, []*corev1.Pod) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 12 {
+		free := int64(16000 - 1400*i) // millicores free on average, of 16 cores
+		n := fixtures.Node(i, map[string]string{
+			"mean-free-cpu":            fmt.Sprint(free),
+			"std-free-cpu":             fmt.Sprint(400 + 1200*(i%4)),
+			"mean-free-memory":         fmt.Sprint(int64(60-4*i) << 30),
+			"std-free-memory":          fmt.Sprint(int64(1+i%3) << 28),
+			"congestion-factor":        fmt.Sprint(i * 17 % 100),
+			"template.extender/score":  fmt.Sprint(i % 11),
+			"requested-cpu":            fmt.Sprint(1000 * i),
+			"requested-memory":         fmt.Sprint(int64(i) << 30),
+			"statistics-timestamp":     "1760000000",
+			"forcasted-free-cpu":       fmt.Sprint(free - 500),
+			"forecasted-free-memory":   fmt.Sprint(int64(50-4*i) << 30),
+			"template.extender/unused": "x",
+		})
+		n.ResourceVersion = fmt.Sprint(100 + i)
+		if i%5 == 4 {
+			n.Labels["template.extender/allowed"] = "false"
+		}
+		nodes = append(nodes, &n)
+		for k := range i % 4 {
+			p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), fmt.Sprintf("%dm", 500+700*k), fmt.Sprintf("%dMi", 256*(k+i%3+1)))
+			p.Spec.NodeName = n.Name
+			if k == 2 {
+				p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+			}
+			pods = append(pods, p)
+		}
+	}
+	return nodes, pods
+}
+
+// TestAgentsAnswerAsTheExtender: every function of every agent (agents.All), run as a plugin
+// with the agent's defaults on the scheduler's snapshot, rejects the nodes the extender handler
+// rejects, with the same reasons, and scores every node 10 times what the handler answers; the
+// extender's agents see the same cluster through a Cluster computed as the extender's cache
+// computes it.
+func TestAgentsAnswerAsTheExtender(t *testing.T) {
+	nodes, pods := agentCluster()
+	a := newAdapter(t, agents.All...)
+	names := a.Names()
+	if want := []string{"congestion", "pigeon-holing", "safe-balance", "safe-overload", "template-label", "template-score"}; !slices.Equal(names, want) {
+		t.Fatalf("plugins %v, want %v", names, want)
+	}
+	cluster := staticCluster{nodes: nodes, pods: pods}
+	handlers := map[string]http.Handler{}
+	for _, r := range agents.All {
+		h := framework.NewHandle(nil)
+		h.Cluster = cluster
+		agent, err := r.New(r.NewConfig(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		handlers[r.Name] = extendertest.NewHandler(t, extendertest.LookupOf(nodes), agent)
+	}
+	pod := fixtures.Pod("p", "1500m", "3Gi")
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			agent, filter, score := a.Describe(name)
+			h := handlers[agent]
+			// One plugin per profile: each function is compared on its own.
+			fw, snap := mustFramework(t, newAdapter(t, agents.All...), profileYAML("multiPoint:\n  enabled:\n  - name: "+name+"\n", ""), nodes, pods)
+			state := schedframework.NewCycleState()
+			rejected, feasible := filterAll(t, fw, snap, state, pod)
+			if filter {
+				ext := extendertest.Filter(t, h, name, extendertest.Args(pod, nodes, true))
+				want := map[string]string{}
+				for n, r := range ext.FailedNodes {
+					want[n] = "Unschedulable: " + r
+				}
+				for n, r := range ext.FailedAndUnresolvableNodes {
+					want[n] = "UnschedulableAndUnresolvable: " + r
+				}
+				got := map[string]string{}
+				for n, s := range rejected {
+					got[n] = s.Code().String() + ": " + strings.Join(s.Reasons(), "; ")
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("rejections (-extender +plugin):\n%s", diff)
+				}
+				if len(want) == 0 || len(feasible) == 0 {
+					t.Fatalf("the cluster must make %s reject some nodes and pass others: rejected %v", name, want)
+				}
+				t.Logf("%s rejects %d of %d nodes, e.g. %s", name, len(want), len(nodes), firstValue(want))
+			}
+			if !score {
+				return
+			}
+			infos, _ := snap.NodeInfos().List()
+			got := scoreAll(t, fw, state, pod, infos)[name]
+			want := map[string]int64{}
+			for _, hp := range extendertest.Prioritize(t, h, name, extendertest.Args(pod, nodes, true)) {
+				want[hp.Host] = hp.Score * 10
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("scores (-10*extender +plugin):\n%s", diff)
+			}
+			distinct := map[int64]bool{}
+			for _, s := range got {
+				distinct[s] = true
+			}
+			if len(distinct) < 3 {
+				t.Fatalf("the cluster must give %s's scores some spread, got %v", name, got)
+			}
+		})
+	}
+}
+
+func firstValue(m map[string]string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	return keys[0] + ": " + m[keys[0]]
+}
+
+// TestSignatures: a plugin signs pods for kube-scheduler's opportunistic batching once it has
+// answered, unless its agent reads the cluster (pigeon-holing): pods that differ only by name
+// share a signature, pods an agent could tell apart do not.
+func TestSignatures(t *testing.T) {
+	nodes, pods := agentCluster()
+	pod := func(name, cpu string) *corev1.Pod { return fixtures.Pod(name, cpu, "1Gi") }
+	for _, tc := range []struct {
+		plugins []string
+		signs   bool
+	}{
+		{[]string{"safe-overload", "congestion"}, true},
+		{[]string{"template-label", "template-score"}, true},
+		{[]string{"safe-overload", "pigeon-holing"}, false},
+	} {
+		t.Run(strings.Join(tc.plugins, "+"), func(t *testing.T) {
+			yaml := "multiPoint:\n  enabled:\n"
+			for _, p := range tc.plugins {
+				yaml += "  - name: " + p + "\n"
+			}
+			fw, snap := mustFramework(t, newAdapter(t, agents.All...), profileYAML(yaml, ""), nodes, pods)
+			if sig := fw.SignPod(t.Context(), pod("a", "1")); sig != nil {
+				t.Fatalf("signature before any answer: %s", sig)
+			}
+			state := schedframework.NewCycleState()
+			_, feasible := filterAll(t, fw, snap, state, pod("a", "1"))
+			scoreAll(t, fw, state, pod("a", "1"), feasible)
+			a, b, c := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")), fw.SignPod(t.Context(), pod("c", "2"))
+			if !tc.signs {
+				if a != nil {
+					t.Fatalf("signed although pigeon-holing reads the cluster: %s", a)
+				}
+				return
+			}
+			if a == nil || string(a) != string(b) || string(a) == string(c) {
+				t.Fatalf("signatures a %s, b %s, c %s: want a = b (only the names differ), c different (another request)", a, b, c)
+			}
+		})
+	}
+}

@@ -1,0 +1,71 @@
+package adapter_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+)
+
+// BenchmarkPluginsPerPod measures what the plugins add to one pod's scheduling cycle, in
+// process: PreFilter, the framework's Filter on every node (one call per node, as the scheduler
+// makes them, sequentially here), then PreScore and Score on every node, for the plugin sets of bench-e2e's
+// plugins modes. Realistic nodes (fixtures) carrying every agent's annotations, 8 pods bound on
+// each (for pigeon's allocation).
+func BenchmarkPluginsPerPod(b *testing.B) {
+	for _, n := range []int{500, 2000} {
+		var nodes []*corev1.Node
+		var pods []*corev1.Pod
+		for i := range n {
+			node := fixtures.Node(i, map[string]string{
+				"mean-free-cpu": strconv.Itoa(8000 + (i*7919)%6000), "std-free-cpu": strconv.Itoa(500 + (i*104729)%1500),
+				"mean-free-memory": strconv.FormatInt(int64(30+(i*31)%30)<<30, 10), "std-free-memory": strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
+				"congestion-factor": strconv.Itoa((i * 37) % 100),
+			})
+			node.ResourceVersion = strconv.Itoa(i + 1)
+			nodes = append(nodes, &node)
+			for k := range 8 {
+				p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), "100m", "128Mi")
+				p.Spec.NodeName = node.Name
+				pods = append(pods, p)
+			}
+		}
+		for _, set := range []struct{ name, plugins string }{
+			{"safe-overload+congestion", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n"},
+			{"safe-overload+congestion+pigeon-holing", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n  - name: pigeon-holing\n"},
+		} {
+			b.Run(fmt.Sprintf("%s/nodes=%d", set.name, n), func(b *testing.B) {
+				fw, snap, err := newFramework(b, newAdapter(b, agents.All...), profileYAML(set.plugins, ""), nodes, pods)
+				if err != nil {
+					b.Fatal(err)
+				}
+				infos, _ := snap.NodeInfos().List()
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					pod := fixtures.Pod(fmt.Sprintf("p-%d", i), "100m", "128Mi")
+					state := schedframework.NewCycleState()
+					if _, s, _ := fw.RunPreFilterPlugins(b.Context(), state, pod); !s.IsSuccess() {
+						b.Fatal(s)
+					}
+					for _, ni := range infos {
+						if s := fw.RunFilterPlugins(b.Context(), state, pod, ni); s.Code() == fwk.Error {
+							b.Fatal(s)
+						}
+					}
+					if s := fw.RunPreScorePlugins(b.Context(), state, pod, infos); !s.IsSuccess() {
+						b.Fatal(s)
+					}
+					if _, s := fw.RunScorePlugins(b.Context(), state, pod, infos); !s.IsSuccess() {
+						b.Fatal(s)
+					}
+				}
+			})
+		}
+	}
+}

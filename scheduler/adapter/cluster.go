@@ -1,0 +1,149 @@
+package adapter
+
+import (
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// snapshotCluster is the framework.Cluster of plugin mode: the scheduler's own snapshot of the
+// cluster, taken at the start of each scheduling cycle, with the pods the scheduler has assumed
+// on nodes (bound in its cache, not yet in the API). Agents call it from within a cycle (Filter,
+// PreScore), which is when the snapshot is consistent.
+//
+// Where it differs from the extender's informer cache (package cluster): Pods returns the pods
+// on nodes (bound or assumed), not the pending ones; Allocated comes from the scheduler's
+// NodeInfo (its own accounting of requests, including assumed pods); and it reflects the cluster
+// as of the cycle's start, consistently for every plugin.
+type snapshotCluster struct {
+	fh      fwk.Handle
+	adapter *Adapter
+	// read tells that the agent has called a method: its answers may then depend on more than
+	// the pod and the node (see SignPod).
+	read atomic.Bool
+	// alloc memoizes Allocated by node name and NodeInfo generation (bumped on every change).
+	alloc sync.Map // node name -> allocEntry
+}
+
+type allocEntry struct {
+	generation int64
+	amounts    framework.Amounts
+}
+
+var _ framework.Cluster = (*snapshotCluster)(nil)
+
+func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
+	return &snapshotCluster{fh: fh, adapter: a}
+}
+
+func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
+	c.read.Store(true)
+	l := c.fh.SnapshotSharedLister()
+	if l == nil {
+		return nil
+	}
+	return l.NodeInfos()
+}
+
+// HasSynced implements framework.Cluster: the scheduler schedules only once its informers have
+// synced.
+func (c *snapshotCluster) HasSynced() bool { c.read.Store(true); return true }
+
+// Node implements framework.NodeLookup: the node's NodeView.
+func (c *snapshotCluster) Node(name string) (*corev1.Node, bool) {
+	l := c.nodeInfos()
+	if l == nil {
+		return nil, false
+	}
+	ni, err := l.Get(name)
+	if err != nil || ni == nil || ni.Node() == nil {
+		return nil, false
+	}
+	return c.adapter.view(ni.Node()), true
+}
+
+// Nodes implements framework.Cluster: every node of the snapshot, as NodeViews.
+func (c *snapshotCluster) Nodes() []*corev1.Node {
+	l := c.nodeInfos()
+	if l == nil {
+		return nil
+	}
+	infos, err := l.List()
+	if err != nil {
+		return nil
+	}
+	return c.adapter.allViews(infos)
+}
+
+// Pods implements framework.Cluster: the pods on the snapshot's nodes, bound or assumed.
+func (c *snapshotCluster) Pods() []*corev1.Pod {
+	l := c.nodeInfos()
+	if l == nil {
+		return nil
+	}
+	infos, err := l.List()
+	if err != nil {
+		return nil
+	}
+	var out []*corev1.Pod
+	for _, ni := range infos {
+		for _, p := range ni.GetPods() {
+			out = append(out, p.GetPod())
+		}
+	}
+	return out
+}
+
+// Allocated implements framework.Cluster: the NodeInfo's requested resources (cpu in
+// millicores, memory and ephemeral-storage in bytes, extended resources) and its pod count
+// under "pods"; zero amounts are left out, as the extender's cache does.
+func (c *snapshotCluster) Allocated(node string) framework.Amounts {
+	l := c.nodeInfos()
+	if l == nil {
+		return framework.Amounts{}
+	}
+	ni, err := l.Get(node)
+	if err != nil || ni == nil {
+		return framework.Amounts{}
+	}
+	gen := ni.GetGeneration()
+	if e, ok := c.alloc.Load(node); ok && e.(allocEntry).generation == gen {
+		return e.(allocEntry).amounts
+	}
+	a := amounts(ni)
+	c.alloc.Store(node, allocEntry{generation: gen, amounts: a})
+	return a
+}
+
+// amounts returns what the pods of ni request, as framework.Amounts.
+func amounts(ni fwk.NodeInfo) framework.Amounts {
+	r := ni.GetRequested()
+	a := framework.Amounts{}
+	put := func(name corev1.ResourceName, v int64) {
+		if v != 0 {
+			a[name] += v
+		}
+	}
+	put(corev1.ResourceCPU, r.GetMilliCPU())
+	put(corev1.ResourceMemory, r.GetMemory())
+	put(corev1.ResourceEphemeralStorage, r.GetEphemeralStorage())
+	for name, v := range r.GetScalarResources() {
+		put(name, v)
+	}
+	put(corev1.ResourcePods, int64(len(ni.GetPods())))
+	return a
+}
+
+// eventRecorder records agents' events through the scheduler's recorder (events.k8s.io).
+type eventRecorder struct{ r events.EventRecorder }
+
+// Event implements framework.EventRecorder.
+func (e eventRecorder) Event(object runtime.Object, eventType, reason, message string) {
+	e.r.Eventf(object, nil, eventType, reason, "Scheduling", "%s", message)
+}

@@ -1,0 +1,239 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// scoreScale turns an agent's score (0..framework.MaxScore) into the framework's (0..MaxNodeScore).
+const scoreScale = fwk.MaxNodeScore / framework.MaxScore
+
+// base is what every plugin has: its name and its agent's functions.
+type base struct {
+	name    string
+	adapter *Adapter
+	fns     *funcs
+}
+
+// Name implements fwk.Plugin.
+func (b *base) Name() string { return b.name }
+
+// podSignature is the signature fragment of every plugin: what of the pod an agent function
+// may read (its namespace, labels, annotations and spec, the node name still empty).
+const podSignature = "kube-safe-scheduler.Pod(namespace,labels,annotations,spec)"
+
+// SignPod implements fwk.SignPlugin, for kube-scheduler's opportunistic batching: consecutive
+// pods of one signature may reuse the previous pod's verdicts and scores, the node chosen last
+// re-checked. That holds for a function whose answer for a node depends on the pod and that
+// node only. The adapter cannot read the agents' code, so it signs a pod (with everything an
+// agent may read of it) only for a plugin that has answered once and whose agent has never read
+// the cluster (framework.Cluster, whose answers change with every placement: pigeon-holing
+// reads it); otherwise it refuses, and the scheduler runs the whole cycle for that pod.
+func (b *base) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	switch {
+	case !b.fns.ran.Load():
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the plugin has not answered yet")
+	case b.fns.cluster != nil && b.fns.cluster.read.Load():
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent reads the cluster: its answers may change with every placement")
+	}
+	return []fwk.SignFragment{{Key: podSignature, Value: struct {
+		Namespace   string
+		Labels      map[string]string
+		Annotations map[string]string
+		Spec        corev1.PodSpec
+	}{pod.Namespace, pod.Labels, pod.Annotations, pod.Spec}}}, nil
+}
+
+// SignPod implements fwk.SignPlugin (both embedded plugins have the same).
+func (p *filterScorePlugin) SignPod(ctx context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return p.filterPlugin.SignPod(ctx, pod)
+}
+
+// filterPlugin is an agent's filter function.
+type filterPlugin struct {
+	base
+	key fwk.StateKey
+}
+
+// scorePlugin is an agent's prioritize function.
+type scorePlugin struct {
+	base
+	key fwk.StateKey
+}
+
+// filterScorePlugin is an agent's filter and prioritize functions of one name.
+type filterScorePlugin struct {
+	filterPlugin
+	scorePlugin
+}
+
+var (
+	_ fwk.PreFilterPlugin = (*filterPlugin)(nil)
+	_ fwk.FilterPlugin    = (*filterPlugin)(nil)
+	_ fwk.PreScorePlugin  = (*scorePlugin)(nil)
+	_ fwk.ScorePlugin     = (*scorePlugin)(nil)
+	_ fwk.FilterPlugin    = (*filterScorePlugin)(nil)
+	_ fwk.ScorePlugin     = (*filterScorePlugin)(nil)
+	_ fwk.SignPlugin      = (*filterPlugin)(nil)
+	_ fwk.SignPlugin      = (*scorePlugin)(nil)
+	_ fwk.SignPlugin      = (*filterScorePlugin)(nil)
+)
+
+// Name implements fwk.Plugin (both embedded plugins have the same name).
+func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
+
+// rejections are one cycle's rejections by a filter plugin, by node name; a node not in the
+// map passes.
+type rejections map[string]framework.Verdict
+
+// Clone implements fwk.StateData: the rejections are never modified once written.
+func (r rejections) Clone() fwk.StateData { return r }
+
+// PreFilter implements fwk.PreFilterPlugin: the agent's filter function judges every node of the
+// cycle in one call, which Filter then reads back node by node. One call costs the agent its
+// per-pod work once (the pod's requests, say) where a call per node would repeat it, at the price
+// of judging the nodes the scheduler would not have looked at. A filter function's error fails
+// the pod's cycle, as it would in Filter.
+func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	views := p.adapter.allViews(nodes)
+	verdicts, err := p.fns.filter(ctx, pod, views)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	}
+	if len(verdicts) != len(views) {
+		return nil, fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for %d nodes", len(verdicts), len(views)))
+	}
+	out := rejections{}
+	for i, v := range verdicts {
+		if !v.Passes() {
+			out[views[i].Name] = v
+		}
+	}
+	state.Write(p.key, out)
+	p.fns.ran.Store(true)
+	return nil, nil
+}
+
+// PreFilterExtensions implements fwk.PreFilterPlugin: the verdicts do not depend on the pods
+// placed on a node.
+func (p *filterPlugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter implements fwk.FilterPlugin: the node's verdict from PreFilter, or, when the plugin is
+// not enabled at preFilter, the agent's filter function called for the one node.
+func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	node := nodeInfo.Node()
+	if node == nil {
+		return fwk.NewStatus(fwk.Error, "node not found")
+	}
+	var v framework.Verdict
+	if data, err := state.Read(p.key); err == nil {
+		v = data.(rejections)[node.Name]
+	} else {
+		verdicts, err := p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
+		if err != nil {
+			return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+		}
+		if len(verdicts) != 1 {
+			return fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for 1 node", len(verdicts)))
+		}
+		v = verdicts[0]
+		p.fns.ran.Store(true)
+	}
+	switch {
+	case v.Passes():
+		return nil
+	case v.Unresolvable:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Reason)
+	default:
+		return fwk.NewStatus(fwk.Unschedulable, v.Reason)
+	}
+}
+
+// scores are one cycle's scores of a score plugin, already scaled, by node name.
+type scores map[string]int64
+
+// Clone implements fwk.StateData: the scores are never modified once written.
+func (s scores) Clone() fwk.StateData { return s }
+
+// PreScore implements fwk.PreScorePlugin: the agent's prioritize function scores every feasible
+// node in one call. When it fails, the plugin's Score is skipped for this pod (as kube-scheduler
+// ignores a failing extender prioritizer) and the error is logged.
+func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	views, status := p.feasibleViews(state, nodes)
+	if status != nil {
+		return status
+	}
+	list, err := p.fns.prioritize(ctx, pod, views)
+	if err == nil && len(list) != len(views) {
+		err = fmt.Errorf("returned %d scores for %d nodes", len(list), len(views))
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", p.name, "pod", klog.KObj(pod))
+		return fwk.NewStatus(fwk.Skip)
+	}
+	out := make(scores, len(views))
+	for i, n := range views {
+		out[n.Name] = min(max(list[i], 0), framework.MaxScore) * scoreScale
+	}
+	state.Write(p.key, out)
+	p.fns.ran.Store(true)
+	return nil
+}
+
+// feasibleKey is the CycleState key of the views of the feasible nodes, which the first of the
+// score plugins to run PreScore computes for all of them.
+const feasibleKey fwk.StateKey = "kube-safe-scheduler/feasible-views"
+
+// feasibleViews are the views of one cycle's feasible nodes, in the order of nodes, whose
+// first NodeInfo and length identify it.
+type feasibleViews struct {
+	first fwk.NodeInfo
+	views []*corev1.Node
+}
+
+// Clone implements fwk.StateData: the views are never modified once written.
+func (f *feasibleViews) Clone() fwk.StateData { return f }
+
+// feasibleViews returns the views of nodes, computed once per cycle for all score plugins.
+func (p *scorePlugin) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) ([]*corev1.Node, *fwk.Status) {
+	if data, err := state.Read(feasibleKey); err == nil {
+		if f := data.(*feasibleViews); len(f.views) == len(nodes) && len(nodes) > 0 && f.first == nodes[0] {
+			return slices.Clone(f.views), nil
+		}
+	}
+	views := make([]*corev1.Node, len(nodes))
+	for i, n := range nodes {
+		node := n.Node()
+		if node == nil {
+			return nil, fwk.NewStatus(fwk.Error, "node not found")
+		}
+		views[i] = p.adapter.view(node)
+	}
+	if len(nodes) > 0 {
+		state.Write(feasibleKey, &feasibleViews{first: nodes[0], views: views})
+	}
+	return slices.Clone(views), nil
+}
+
+// Score implements fwk.ScorePlugin: the node's score, computed by PreScore.
+func (p *scorePlugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	data, err := state.Read(p.key)
+	if err != nil {
+		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, p.name))
+	}
+	s, ok := data.(scores)[nodeInfo.Node().Name]
+	if !ok {
+		return 0, fwk.AsStatus(fmt.Errorf("node %s was not among the nodes PreScore scored", nodeInfo.Node().Name))
+	}
+	return s, nil
+}
+
+// ScoreExtensions implements fwk.ScorePlugin: the scores are already in the framework's range.
+func (p *scorePlugin) ScoreExtensions() fwk.ScoreExtensions { return nil }

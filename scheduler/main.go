@@ -1,0 +1,34 @@
+// Command kube-safe-scheduler is kube-scheduler with the project's agents compiled in as
+// scheduler framework plugins: every filter function of every agent (agents.All) is a Filter
+// plugin and every prioritize function a Score plugin, named as the function (safe-overload,
+// safe-balance, congestion, pigeon-holing, template-label, template-score). Profiles enable them
+// like any plugin and configure them through pluginConfig args (see docs/plugin-mode.md). Every
+// flag, and --version, is kube-scheduler's.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register" // for JSON log format registration, as kube-scheduler
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version" // for version metric registration
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
+)
+
+func main() {
+	plugins, err := adapter.New(agents.All)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube-safe-scheduler: %v\n", err)
+		os.Exit(2)
+	}
+	var options []app.Option
+	for _, name := range plugins.Names() {
+		options = append(options, app.WithPlugin(name, plugins.Factory(name)))
+	}
+	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
+}
