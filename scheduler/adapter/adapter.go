@@ -28,6 +28,7 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -78,6 +79,13 @@ func New(regs []framework.Registration) (*Adapter, error) {
 		}
 		a.regs[r.Name] = r
 		probe, err := r.New(r.NewConfig(), framework.NewHandle(nil))
+		if errors.Is(err, framework.ErrNoCluster) {
+			// An agent that cannot even be built without its own cluster access (telemetry:
+			// dynamic informers from a REST config) is not offered as plugins: see
+			// docs/plugin-mode.md.
+			delete(a.regs, r.Name)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("agent %s with its default configuration: %w", r.Name, err)
 		}
@@ -243,13 +251,13 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 				slot.argsFrom, name, agent, slot.config, cfgJSON)
 		}
 	case given:
-		if err := a.build(slot, reg, cfg, fh, log); err != nil {
+		if err := a.build(ctx, slot, reg, cfg, fh, log); err != nil {
 			return nil, fmt.Errorf("plugin %s (agent %s): %w", name, agent, err)
 		}
 		slot.argsFrom, slot.config = name, cfgJSON
 		log.Info("Agent configured from pluginConfig args", "plugin", name, "config", string(cfgJSON))
 	case slot.agent == nil:
-		if err := a.build(slot, reg, cfg, fh, log); err != nil {
+		if err := a.build(ctx, slot, reg, cfg, fh, log); err != nil {
 			return nil, fmt.Errorf("plugin %s (agent %s) with the agent's default configuration: %w", name, agent, err)
 		}
 	}
@@ -261,11 +269,17 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 
 // build makes the slot's agent from cfg and points every plugin already created at its
 // functions.
-func (a *Adapter) build(slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
+func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
 	h := agentHandle(fh, log, a)
 	agent, err := reg.New(cfg, h)
 	if err != nil {
 		return err
+	}
+	// Background work (reward's learner) starts with the agent and stops with the scheduler.
+	if st, ok := agent.(framework.Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return fmt.Errorf("starting: %w", err)
+		}
 	}
 	slot.agent, slot.cluster = agent, h.Cluster.(*snapshotCluster)
 	for name, fns := range slot.fns {

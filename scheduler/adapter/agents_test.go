@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -77,7 +78,7 @@ func agentCluster() ([]*corev1.Node, []*corev1.Pod) {
 			"template.extender/score":  fmt.Sprint(i % 11),
 			"requested-cpu":            fmt.Sprint(1000 * i),
 			"requested-memory":         fmt.Sprint(int64(i) << 30),
-			"statistics-timestamp":     "1760000000",
+			"statistics-timestamp":     time.Now().UTC().Format(time.RFC3339), // fresh: safe ignores stale statistics
 			"forcasted-free-cpu":       fmt.Sprint(free - 500),
 			"forecasted-free-memory":   fmt.Sprint(int64(50-4*i) << 30),
 			"template.extender/unused": "x",
@@ -108,12 +109,19 @@ func TestAgentsAnswerAsTheExtender(t *testing.T) {
 	nodes, pods := agentCluster()
 	a := newAdapter(t, agents.All...)
 	names := a.Names()
-	if want := []string{"congestion", "pigeon-holing", "safe-balance", "safe-overload", "template-label", "template-score"}; !slices.Equal(names, want) {
+	if want := []string{"congestion", "gang", "pigeon-holing", "reward", "safe-balance", "safe-overload", "template-label", "template-score"}; !slices.Equal(names, want) {
 		t.Fatalf("plugins %v, want %v", names, want)
 	}
 	cluster := staticCluster{nodes: nodes, pods: pods}
 	handlers := map[string]http.Handler{}
+	// The agents this cluster exercises; gang and reward learn from pod events that only the
+	// extender's informer delivers (docs/plugin-mode.md): their plugin mode is not compared here.
+	compared := []string{"congestion", "pigeon", "safe", "template"}
+	names = slices.DeleteFunc(names, func(n string) bool { agent, _, _ := a.Describe(n); return !slices.Contains(compared, agent) })
 	for _, r := range agents.All {
+		if !slices.Contains(compared, r.Name) {
+			continue
+		}
 		h := framework.NewHandle(nil)
 		h.Cluster = cluster
 		agent, err := r.New(r.NewConfig(), h)
