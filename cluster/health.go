@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
@@ -21,14 +22,37 @@ import (
 // the client transport (a request that got no answer or a 5xx). Successes come from the
 // transport: any 2xx answer. The informers keep the last state they listed, so while the server
 // is away the process goes on serving from its cache.
+//
+// A 5xx from a server that answered another request successfully within serverErrorGrace is not
+// an outage: a starting kube-apiserver serves the core API while it still answers 503 for custom
+// resources it has not installed yet, which would otherwise log the outage's end and a new one.
 type apiHealth struct {
 	log *logrus.Entry
+	now func() time.Time
 
-	mu   sync.Mutex
-	lost bool
+	mu          sync.Mutex
+	lost        bool
+	lastSuccess time.Time
 }
 
-func newAPIHealth(log *logrus.Entry) *apiHealth { return &apiHealth{log: log} }
+// serverErrorGrace is how long after a successful answer a 5xx answer is taken for a problem of
+// one resource rather than of the API server.
+const serverErrorGrace = 10 * time.Second
+
+func newAPIHealth(log *logrus.Entry) *apiHealth { return &apiHealth{log: log, now: time.Now} }
+
+// serverError records a 5xx answer to request what: a failure unless the server answered
+// another request successfully within serverErrorGrace.
+func (h *apiHealth) serverError(what string, err error) {
+	h.mu.Lock()
+	answering := !h.lost && !h.lastSuccess.IsZero() && h.now().Sub(h.lastSuccess) < serverErrorGrace
+	h.mu.Unlock()
+	if answering {
+		h.log.WithField("request", what).Debugf("the API server answered with an error: %v", err)
+		return
+	}
+	h.failure(what, err)
+}
 
 // failure records that a request to the API server failed with err.
 func (h *apiHealth) failure(what string, err error) {
@@ -48,6 +72,7 @@ func (h *apiHealth) success() {
 	h.mu.Lock()
 	recovered := h.lost
 	h.lost = false
+	h.lastSuccess = h.now()
 	h.mu.Unlock()
 	if recovered {
 		h.log.Info("the API server is reachable again; the caches are catching up")
@@ -92,7 +117,7 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 	case err != nil:
 		o.health.failure(req.Method+" "+req.URL.Path, err)
 	case resp.StatusCode >= 500:
-		o.health.failure(req.Method+" "+req.URL.Path, errors.New(resp.Status))
+		o.health.serverError(req.Method+" "+req.URL.Path, errors.New(resp.Status))
 	case resp.StatusCode < 300:
 		o.health.success()
 	}

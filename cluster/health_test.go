@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -133,6 +134,23 @@ func TestObserver(t *testing.T) {
 	if !h.Lost() {
 		t.Error("a 404 counted as a recovery")
 	}
+	status = http.StatusOK
+	get(srv.URL)
+
+	// A 503 right after a success is one resource's problem (a starting API server answers 503
+	// for custom resources it has not installed yet), not an outage; after the grace it is one.
+	status = http.StatusServiceUnavailable
+	get(srv.URL)
+	if h.Lost() {
+		t.Error("a 503 within the grace of a success counted as an outage")
+	}
+	later := time.Now().Add(serverErrorGrace + time.Second)
+	h.now = func() time.Time { return later }
+	get(srv.URL)
+	if !h.Lost() {
+		t.Error("a 503 long after the last success did not count as a failure")
+	}
+	h.now = time.Now
 	status = http.StatusOK
 	get(srv.URL)
 

@@ -313,9 +313,20 @@ func TestTelemetryPrometheus(t *testing.T) {
 		return s["cool"] == 10 && s["hot"] == 0 && s["gone"] == 0
 	})
 
-	status, body, err := ext.Get(t.Context(), "/metrics")
-	if err != nil || status != http.StatusOK {
-		t.Fatalf("/metrics: %d %v", status, err)
+	// The stale gauge counts the values stale at the last refresh (every TELEMETRY_SYNC_PERIOD),
+	// while a request judges age at its own time: the gauge may lag a verdict by one refresh.
+	var body []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, b, err := ext.Get(t.Context(), "/metrics")
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("/metrics: %d %v", status, err)
+		}
+		body = b
+		if strings.Contains(string(body), `telemetry_stale_values{source="prometheus"} 1`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	for _, want := range []string{`telemetry_values_read_total{source="prometheus"}`, `telemetry_stale_values{source="prometheus"} 1`,
 		`telemetry_last_refresh_timestamp_seconds{source="prometheus"}`} {
