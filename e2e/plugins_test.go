@@ -275,7 +275,8 @@ func TestPluginsBadArgs(t *testing.T) {
 // the kube-safe-scheduler image (dockerfiles/Dockerfile.scheduler) with leader election on, one
 // profile safe-scheduler whose plugins are agent functions (their names are the routes' last
 // element, as the extender built with -tags all reports them) with weights, safe-overload among
-// them as filter and score, and pluginConfig only for enabled plugins.
+// them as filter and score (and the gang plugin pod-group, without weight), and pluginConfig
+// only for enabled plugins.
 func TestPluginFileShape(t *testing.T) {
 	d := loadDeployment(t, pluginsFile)
 	if d.Deployment.Namespace != "kube-system" || len(d.Sidecars) != 0 {
@@ -329,6 +330,10 @@ func TestPluginFileShape(t *testing.T) {
 	}
 	var enabled []string
 	for _, p := range cfg.Profiles[0].Plugins.MultiPoint.Enabled {
+		if p.Name == gangPodGroup { // the gang plugin, no agent function (gangplugins_test.go)
+			enabled = append(enabled, p.Name)
+			continue
+		}
 		if _, ok := functions[p.Name]; !ok {
 			t.Errorf("plugin %s is no agent function (functions: %v)", p.Name, functions)
 		}
