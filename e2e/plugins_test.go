@@ -243,9 +243,11 @@ func TestPluginsBadArgs(t *testing.T) {
 			"plugin congestion (agent congestion): pluginConfig args: invalid factorMax: 0 is out of range"},
 		{"bad objective", map[string]map[string]any{"pigeon-holing": {"policyObjective": "PACK"}},
 			`plugin pigeon-holing (agent pigeon): pluginConfig args: invalid policyObjective: \"PACK\" is not one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE`},
+		{"gang timeout", map[string]map[string]any{gangPodGroup: {"defaultScheduleTimeoutSeconds": 0}},
+			"pod-group args: invalid defaultScheduleTimeoutSeconds: 0 is not in 1..900"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := withPlugins(t, []string{"safe-overload", "safe-balance", "congestion", "pigeon-holing"}, tc.args)
+			d := withPlugins(t, []string{"safe-overload", "safe-balance", "congestion", "pigeon-holing", gangPodGroup}, tc.args)
 			cfg, err := harness.SetSchedulerKubeconfig(d.SchedulerConfig, kubeconfig)
 			if err != nil {
 				t.Fatal(err)
