@@ -243,9 +243,11 @@ func TestPluginsBadArgs(t *testing.T) {
 			"plugin congestion (agent congestion): pluginConfig args: invalid factorMax: 0 is out of range"},
 		{"bad objective", map[string]map[string]any{"pigeon-holing": {"policyObjective": "PACK"}},
 			`plugin pigeon-holing (agent pigeon): pluginConfig args: invalid policyObjective: \"PACK\" is not one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE`},
+		{"gang timeout", map[string]map[string]any{gangPodGroup: {"defaultScheduleTimeoutSeconds": 0}},
+			"pod-group args: invalid defaultScheduleTimeoutSeconds: 0 is not in 1..900"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := withPlugins(t, []string{"safe-overload", "safe-balance", "congestion", "pigeon-holing"}, tc.args)
+			d := withPlugins(t, []string{"safe-overload", "safe-balance", "congestion", "pigeon-holing", gangPodGroup}, tc.args)
 			cfg, err := harness.SetSchedulerKubeconfig(d.SchedulerConfig, kubeconfig)
 			if err != nil {
 				t.Fatal(err)
@@ -275,7 +277,8 @@ func TestPluginsBadArgs(t *testing.T) {
 // the kube-safe-scheduler image (dockerfiles/Dockerfile.scheduler) with leader election on, one
 // profile safe-scheduler whose plugins are agent functions (their names are the routes' last
 // element, as the extender built with -tags all reports them) with weights, safe-overload among
-// them as filter and score, and pluginConfig only for enabled plugins.
+// them as filter and score (and the gang plugin pod-group, without weight), and pluginConfig
+// only for enabled plugins.
 func TestPluginFileShape(t *testing.T) {
 	d := loadDeployment(t, pluginsFile)
 	if d.Deployment.Namespace != "kube-system" || len(d.Sidecars) != 0 {
@@ -329,6 +332,10 @@ func TestPluginFileShape(t *testing.T) {
 	}
 	var enabled []string
 	for _, p := range cfg.Profiles[0].Plugins.MultiPoint.Enabled {
+		if p.Name == gangPodGroup { // the gang plugin, no agent function (gangplugins_test.go)
+			enabled = append(enabled, p.Name)
+			continue
+		}
 		if _, ok := functions[p.Name]; !ok {
 			t.Errorf("plugin %s is no agent function (functions: %v)", p.Name, functions)
 		}

@@ -4,6 +4,9 @@
 // safe-balance, congestion, pigeon-holing, template-label, template-score). Profiles enable them
 // like any plugin and configure them through pluginConfig args (see docs/plugin-mode.md). Every
 // flag, and --version, is kube-scheduler's.
+//
+// Beside them, package gangplugin adds pod-group (PreFilter, Reserve, Permit: gang scheduling)
+// and group-priority (QueueSort).
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
+	"github.com/kube-safe-scheduler/extender/scheduler/gangplugin"
 )
 
 func main() {
@@ -30,5 +34,10 @@ func main() {
 	for _, name := range plugins.Names() {
 		options = append(options, app.WithPlugin(name, plugins.Factory(name)))
 	}
+	// The gang plugins (gang scheduling and the riya-scheduler's queue order) are not agent
+	// functions: they hold placements and order the queue, which only a scheduler can.
+	options = append(options,
+		app.WithPlugin(gangplugin.PodGroupName, gangplugin.NewPodGroup),
+		app.WithPlugin(gangplugin.GroupPriorityName, gangplugin.NewGroupPriority))
 	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
 }
