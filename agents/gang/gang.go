@@ -21,7 +21,6 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -206,13 +205,5 @@ func (a *Agent) waitSeen(ctx context.Context, pod *corev1.Pod) bool {
 
 // lookup reads a PodGroup from the informer's cache.
 func (a *Agent) lookup(namespace, name string) (*PodGroup, error) {
-	obj, ok, err := a.groups.GetStore().GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("PodGroup %s/%s: unexpected object %T", namespace, name, obj)
-	}
-	return PodGroupFromUnstructured(u)
+	return LookupIn(a.groups.GetStore(), namespace, name)
 }

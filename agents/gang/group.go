@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 )
 
 // This file is the group logic, pure and shared by every mode: which group a pod belongs to,
@@ -148,6 +149,20 @@ func (r Requirement) Check(count int) string {
 		return ""
 	}
 	return fmt.Sprintf("pod group %s has %d of %d pods (%s %d)", r.Key, count, r.Min, r.MinField, r.Min)
+}
+
+// LookupIn reads the PodGroup namespace/name from a dynamic informer's store: nil (and no error)
+// when the store does not hold it. Both modes' PodGroup lookups are this function.
+func LookupIn(store cache.Store, namespace, name string) (*PodGroup, error) {
+	obj, ok, err := store.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("PodGroup %s/%s: unexpected object %T", namespace, name, obj)
+	}
+	return PodGroupFromUnstructured(u)
 }
 
 // PodGroupFromUnstructured reads a PodGroup object as a dynamic client or informer gives it.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -166,15 +165,7 @@ func (*PodGroup) Name() string { return PodGroupName }
 
 // lookup reads a PodGroup from the informer's cache.
 func (pl *PodGroup) lookup(namespace, name string) (*gang.PodGroup, error) {
-	obj, ok, err := pl.groups.GetStore().GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("PodGroup %s/%s: unexpected object %T", namespace, name, obj)
-	}
-	return gang.PodGroupFromUnstructured(u)
+	return gang.LookupIn(pl.groups.GetStore(), namespace, name)
 }
 
 // resolve returns the pod's group requirement, its Permit timeout being the PodGroup's
