@@ -73,10 +73,14 @@ const (
 // The variance is computed as m2 - m1^2, as the definition states, not as sigma^2: for a tiny
 // sigma the two differ in float64, and v may be 0 (see pointMass). Parameters that float64
 // cannot represent as a Beta distribution (k, alpha or beta not positive) count as no fit.
+//
+// Every product is rounded on its own (the float64 conversions forbid fusing a multiply and an
+// add, which Go may do on arm64 and others): the fit is the same on every platform, and the same
+// as testdata/gen_risk_table.py computes for the reference risks.
 func fitBeta(mu, sigma float64) (alpha, beta float64, f fit) {
 	m1 := mu
-	m2 := sigma*sigma + mu*mu
-	v := m2 - m1*m1
+	m2 := float64(sigma*sigma) + float64(mu*mu)
+	v := m2 - float64(m1*m1)
 	if !(m1 >= 0 && m1 <= 1 && v >= 0 && v < m1*(1-m1)) {
 		return 0, 0, noFit
 	}
@@ -191,7 +195,7 @@ func SurelyAcceptable(mu, sigma, t, e float64) bool {
 	if _, _, f := fitBeta(mu, sigma); f == noFit {
 		return false // Rank is 0, the risk 1.
 	}
-	v := math.Max(sigma*sigma, (sigma*sigma+mu*mu)-mu*mu) * cantelliInflate
+	v := math.Max(sigma*sigma, (float64(sigma*sigma)+float64(mu*mu))-float64(mu*mu)) * cantelliInflate
 	d := t - mu - cantelliShift
 	if !(d > 0) {
 		return false
