@@ -177,9 +177,8 @@ func incBeta(a, b, x, xc, d float64) float64 {
 steps:
 	for m := 0.0; m <= maxSteps; m++ {
 		// The terms d_2m (from m = 1) and d_2m+1, each dk with s = 1 + dk.
-		q := (a + 2*m - 1) * (a + 2*m)
 		ir := 1 / ((a + 2*m) * (a + 2*m + 1))
-		even := m * (b - m) * x / q
+		even := m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
 		odd := -(a + m) * (n + m) * x * ir
 		oddS := (a*(2*m+1) - a*n*d + m*(3*m+2) + m*(2*a+m)*xc - m*b*x) * ir
 		for j := 0; j < 2; j++ {
@@ -372,7 +371,7 @@ func Rank(mu, sigma, t float64) float64 {
 }
 
 // Risk returns the probability that the utilization exceeds t: 1 - Rank(mu, sigma, t) in exact
-// arithmetic. Where a Beta fits, it is the fit's upper tail computed directly (betaTail), so a
+// arithmetic. Where a Beta fits, it is the fit's upper tail computed directly (betaTails), so a
 // small risk keeps its digits instead of being lost in 1 - Rank.
 func Risk(mu, sigma, t float64) float64 {
 	rank, alpha, beta, decided := decide(mu, sigma, t)
