@@ -106,8 +106,8 @@ func TestRankEdges(t *testing.T) {
 		// mu, 1 below T and 0 above.
 		{"v rounds to 0 below T", 0.5, 1e-10, 0.9, 1},
 		{"v rounds to 0 above T", 0.95, 1e-10, 0.9, 0},
-		// Huge shapes (k = 0.25/1e-10 - 1 ~ 2.5e9): the normal limit, symmetric here, so 0.5
-		// at the mean; gonum's RegIncBeta alone answers 1.56 there.
+		// Huge shapes (k = 0.25/1e-10 - 1 ~ 2.5e9): symmetric, so 0.5 at the mean; gonum's
+		// RegIncBeta answers 1.56 there.
 		{"huge shape at the mean", 0.5, 1e-5, 0.5, 0.5},
 		// ... and ~1 at 5 standard deviations above the mean, ~0 at 5 below.
 		{"huge shape 5 sd above", 0.5, 1e-5, 0.50005, 1},
@@ -127,42 +127,93 @@ func TestRankEdges(t *testing.T) {
 	}
 }
 
-// TestLibraryBetaFailsOnHugeShapes documents why betaCDF switches to the normal distribution
-// above normalAbove. If gonum fixes RegIncBeta, this test fails: normalAbove may then go.
+// TestLibraryBetaFailsOnHugeShapes documents why betaTails does not use gonum's RegIncBeta
+// (Cephes' incbet). If gonum fixes huge shapes, the second check fails: the reasons left are the
+// tails, which the next test pins.
 func TestLibraryBetaFailsOnHugeShapes(t *testing.T) {
 	// By symmetry I_{1/2}(a, a) = 1/2 for every a.
 	if got := mathext.RegIncBeta(1e5, 1e5, 0.5); !near(got, 0.5, 1e-9) {
 		t.Errorf("RegIncBeta(1e5, 1e5, 0.5) = %v, want 0.5 (the library is trusted there)", got)
 	}
 	if got := mathext.RegIncBeta(5e8, 5e8, 0.5); near(got, 0.5, 0.01) {
-		t.Errorf("RegIncBeta(5e8, 5e8, 0.5) = %v: the library is now right for huge shapes; reconsider normalAbove", got)
+		t.Errorf("RegIncBeta(5e8, 5e8, 0.5) = %v: the library is now right for huge shapes", got)
 	}
-	if got := betaCDF(5e8, 5e8, 0.5); got != 0.5 {
-		t.Errorf("betaCDF(5e8, 5e8, 0.5) = %v, want 0.5 (normal limit at its mean)", got)
+	if lo, up := betaTails(5e8, 5e8, 0.5); !near(lo, 0.5, 1e-12) || !near(up, 0.5, 1e-12) {
+		t.Errorf("betaTails(5e8, 5e8, 0.5) = %v, %v, want 0.5, 0.5", lo, up)
 	}
 }
 
-func TestNormalLimitAgreesWithLibraryAtSwitch(t *testing.T) {
-	// Just below the switch the library is accurate (error < 1e-6 measured); just above it
-	// the normal is used. Both sides must agree to the normal's error there, below 1e-3.
-	for _, mean := range []float64{0.05, 0.3, 0.5, 0.8, 0.95} {
-		n := normalAbove * 1.01
-		a, b := mean*n, (1-mean)*n
-		sd := math.Sqrt(mean * (1 - mean) / (n + 1))
-		for z := -3.0; z <= 3; z += 0.25 {
-			x := mean + z*sd
-			lib, got := mathext.RegIncBeta(a, b, x), betaCDF(a, b, x)
-			if !near(got, lib, 1e-3) {
-				t.Errorf("Beta(%g, %g) at %v: normal %v, library %v", a, b, x, got, lib)
+// TestLibraryBetaLosesTails: gonum's RegIncBeta loses small upper tails, whether complemented
+// (the risk before issue 16) or called by symmetry; betaTails keeps them. The exact tails are
+// those of testdata/risk_reference.csv.
+func TestLibraryBetaLosesTails(t *testing.T) {
+	// The issue's case: mu 0.56, sigma 0.03 fit Beta(152.76, 120.02), whose tail above 0.9 is
+	// 6.2e-48; 1 - CDF is 1.1e-16, so safe-overload scored 9 instead of 10.
+	a, b, exact := 152.75555555555354, 120.0222222222206, 6.209656607102201808e-48
+	if lib := 1 - mathext.RegIncBeta(a, b, 0.9); near(lib, exact, 1e-6*exact) {
+		t.Errorf("1 - RegIncBeta(%v, %v, 0.9) = %v is now within 1e-6 of %v", a, b, lib, exact)
+	}
+	if _, got := betaTails(a, b, 0.9); !near(got, exact, 1e-12*exact) {
+		t.Errorf("betaTails(%v, %v, 0.9) upper tail = %v, want %v", a, b, got, exact)
+	}
+	// A J-shaped fit (mu 1e-6, sigma 9.95e-5): RegIncBeta by symmetry, I_{1-x}(b, a), errs by
+	// 6e-5 of the tail.
+	a, b, exact = 0.00010000744930683567, 100.00734929938636, 4.7154863782326036337e-4
+	x := 5.075e-05
+	if lib := mathext.RegIncBeta(b, a, 1-x); near(lib, exact, 1e-6*exact) {
+		t.Errorf("RegIncBeta(%v, %v, 1-%v) = %v is now within 1e-6 of %v", b, a, x, lib, exact)
+	}
+	if _, got := betaTails(a, b, x); !near(got, exact, 1e-10*exact) {
+		t.Errorf("betaTails(%v, %v, %v) upper tail = %v, want %v", a, b, x, got, exact)
+	}
+}
+
+// TestBridgeAgreesWithContinuedFraction: within bridgeWidth standard deviations of the mean of a
+// large Beta, betaTails integrates the density instead of running the continued fraction for
+// hundreds of steps. Where the fraction still converges within maxSteps, both agree.
+func TestBridgeAgreesWithContinuedFraction(t *testing.T) {
+	for _, ab := range [][2]float64{{1000, 1000}, {1000, 3e4}, {3e4, 1000}, {1e5, 2e5}, {1e6, 1e6}, {3e6, 3000}, {1e7, 3e7}} {
+		a, b := ab[0], ab[1]
+		n := a + b
+		p, q := a/n, b/n
+		s := math.Sqrt(p * q / (n + 1))
+		for z := -bridgeWidth + 0.05; z < bridgeWidth; z += 0.1 {
+			x := p + z*s
+			d := x - p // as betaTails computes it
+			if p > 0.5 {
+				d = q - (1 - x)
+			}
+			bridged := bridge(a, b, p, q, d, s)
+			var direct float64
+			if x < (a+1)/(n+2) {
+				direct = 1 - incBeta(a, b, x, 1-x, d)
+			} else {
+				direct = incBeta(b, a, 1-x, x, -d)
+			}
+			if !near(bridged, direct, 1e-12*direct) {
+				t.Errorf("Beta(%g, %g) at mean%+.2f sd: bridge %v, continued fraction %v", a, b, z, bridged, direct)
 			}
 		}
 	}
 }
 
-func TestBetaCDFInvalid(t *testing.T) {
+// TestTailsComplement: the two tails add up to 1 (each computed directly where it is the smaller).
+func TestTailsComplement(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 100000 {
+		a, b := math.Pow(10, -4+13*r.Float64()), math.Pow(10, -4+13*r.Float64())
+		x := randomUnit(r)
+		lo, up := betaTails(a, b, x)
+		if !(lo >= 0 && up >= 0 && near(lo+up, 1, 1e-15)) {
+			t.Fatalf("betaTails(%v, %v, %v) = %v, %v", a, b, x, lo, up)
+		}
+	}
+}
+
+func TestBetaTailsInvalid(t *testing.T) {
 	for _, p := range [][3]float64{{0, 1, 0.5}, {1, 0, 0.5}, {-1, 1, 0.5}, {math.Inf(1), 1, 0.5}, {math.NaN(), 1, 0.5}, {1, 1, math.NaN()}} {
-		if got := betaCDF(p[0], p[1], p[2]); !math.IsNaN(got) {
-			t.Errorf("betaCDF(%v) = %v, want NaN", p, got)
+		if lo, up := betaTails(p[0], p[1], p[2]); !math.IsNaN(lo) || !math.IsNaN(up) {
+			t.Errorf("betaTails(%v) = %v, %v, want NaN, NaN", p, lo, up)
 		}
 	}
 }
