@@ -144,11 +144,7 @@ func TestPluginsYAML(t *testing.T) {
 func TestPluginsSafeCongestion(t *testing.T) {
 	t.Parallel()
 	c, sa := startWithPluginServiceAccount(t)
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "risky", Annotations: withAnnotations(riskyStats, "congestion-factor", "0")},
-		harness.NodeSpec{Name: "calm", Annotations: withAnnotations(idleStats, "congestion-factor", "10")},
-		harness.NodeSpec{Name: "jammed", Annotations: withAnnotations(idleStats, "congestion-factor", "90")},
-	)
+	c.CreateNodes(t, safeCongestionNodes...)
 	c.RunDeployment(t, withPlugins(t, []string{"safe-overload", "congestion"}, nil), harness.RunOptions{Kubeconfig: sa})
 	for i := range 3 {
 		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), SchedulerName: pluginSchedulerName, CPU: "100m", Memory: "64Mi"}, "calm",

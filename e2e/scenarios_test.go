@@ -306,17 +306,21 @@ func TestPigeonYAML(t *testing.T) {
 	})
 }
 
+// safeCongestionNodes: congestion alone would choose risky (congestion-factor 0), which safe
+// rejects for its usage; calm and jammed are equally safe and congestion prefers calm.
+var safeCongestionNodes = []harness.NodeSpec{
+	{Name: "risky", Annotations: withAnnotations(riskyStats, "congestion-factor", "0")},
+	{Name: "calm", Annotations: withAnnotations(idleStats, "congestion-factor", "10")},
+	{Name: "jammed", Annotations: withAnnotations(idleStats, "congestion-factor", "90")},
+}
+
 // TestSafeCongestionYAML: congestion alone would choose the risky node (congestion-factor 0);
 // safe's filter removes it first, and congestion then decides between two equally safe nodes.
 func TestSafeCongestionYAML(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion")
 	c, sa := startWithServiceAccount(t)
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "risky", Annotations: withAnnotations(riskyStats, "congestion-factor", "0")},
-		harness.NodeSpec{Name: "calm", Annotations: withAnnotations(idleStats, "congestion-factor", "10")},
-		harness.NodeSpec{Name: "jammed", Annotations: withAnnotations(idleStats, "congestion-factor", "90")},
-	)
+	c.CreateNodes(t, safeCongestionNodes...)
 	r := c.RunDeployment(t, loadDeployment(t, "extender.safe.congestion.yaml"), harness.RunOptions{Kubeconfig: sa})
 	r.CheckProbes(t)
 	nodes := []string{"calm", "jammed", "risky"}
@@ -347,11 +351,7 @@ func TestSafeCongestionCombinedYAML(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion")
 	c, sa := startWithServiceAccount(t)
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "risky", Annotations: withAnnotations(riskyStats, "congestion-factor", "0")},
-		harness.NodeSpec{Name: "calm", Annotations: withAnnotations(idleStats, "congestion-factor", "10")},
-		harness.NodeSpec{Name: "jammed", Annotations: withAnnotations(idleStats, "congestion-factor", "90")},
-	)
+	c.CreateNodes(t, safeCongestionNodes...)
 	r := c.RunDeployment(t, loadDeployment(t, "extender.safe.congestion.combined.yaml"), harness.RunOptions{Kubeconfig: sa})
 	r.CheckProbes(t)
 	ext := r.Extenders["safe-congestion"]
