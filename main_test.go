@@ -139,15 +139,21 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// The binary serves, answers /version, and stops cleanly when its context ends (SIGTERM).
-func TestRunServesAndStops(t *testing.T) {
-	requireAgents(t)
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The binary serves, answers /version, and stops cleanly when its context ends (SIGTERM).
+func TestRunServesAndStops(t *testing.T) {
+	requireAgents(t)
+	addr := freeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
@@ -273,12 +279,7 @@ func TestRunServesMutualTLS(t *testing.T) {
 	requireAgents(t)
 	dir := t.TempDir()
 	writePKI(t, dir)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer
 	done := make(chan int, 1)
