@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"io"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -54,12 +55,8 @@ type EventRecorder interface {
 func NewHandle(log *logrus.Entry) Handle {
 	if log == nil {
 		l := logrus.New()
-		l.SetOutput(discard{})
+		l.SetOutput(io.Discard)
 		log = logrus.NewEntry(l)
 	}
 	return Handle{Log: log}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
