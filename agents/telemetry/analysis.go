@@ -3,6 +3,7 @@ package telemetry
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,13 +116,14 @@ func (j Judgement) Reason(policy string, allOf bool) string {
 	return "telemetry policy " + policy + ": " + strings.Join(j.Held, sep)
 }
 
-// Scores gives each node a score in 0..MaxScore from its value of the scheduleonmetric rule r's
-// metric, linear over the nodes that have one: the best value scores MaxScore and the worst 0.
-// GreaterThan: higher is better; LessThan: lower is better; Equals: closer to the target is
-// better. Nodes without a (fresh) value (ok[i] false) score 0; when every value is equally good,
-// each scores MaxScore.
+// Scores gives each node a score from its value of the scheduleonmetric rule r's metric:
+// every node with a (fresh) value scores 1..MaxScore, linear over those values (the best
+// MaxScore, the worst 1), and every node without one (ok[i] false) scores 0, so that, as in
+// TAS, a node with a value ranks above every node without. GreaterThan: higher is better;
+// LessThan: lower is better; Equals: closer to the target is better. When every value is
+// equally good, each scores MaxScore.
 //
-//	score = MaxScore * (goodness - worst) / (best - worst), rounded to the nearest integer
+//	score = 1 + (MaxScore-1) * (goodness - worst) / (best - worst), rounded to the nearest integer
 func Scores(r Rule, vals []float64, ok []bool) []int64 {
 	out := make([]int64, len(vals))
 	good := func(v float64) float64 {
@@ -134,7 +136,9 @@ func Scores(r Rule, vals []float64, ok []bool) []int64 {
 		return v
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
+	ok = slices.Clone(ok)
 	for i, v := range vals {
+		ok[i] = ok[i] && !math.IsNaN(v) // NaN is no value
 		if ok[i] {
 			g := good(v)
 			lo, hi = min(lo, g), max(hi, g)
@@ -148,8 +152,14 @@ func Scores(r Rule, vals []float64, ok []bool) []int64 {
 			out[i] = framework.MaxScore
 			continue
 		}
-		s := math.Round(float64(framework.MaxScore) * (good(v) - lo) / (hi - lo))
-		out[i] = min(max(int64(s), 0), framework.MaxScore)
+		s := 1 + math.Round(float64(framework.MaxScore-1)*(good(v)-lo)/(hi-lo))
+		if math.IsNaN(s) { // an infinite value: Inf/Inf
+			s = 1
+			if good(v) == hi {
+				s = float64(framework.MaxScore)
+			}
+		}
+		out[i] = min(max(int64(s), 1), framework.MaxScore)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -91,16 +92,26 @@ func TestScores(t *testing.T) {
 		r    Rule
 		want []int64
 	}{
-		// higher is better: (v-10)/(40-10)*10: 0, 3.33 -> 3, 10; no value: 0
-		{"GreaterThan", Rule{Operator: GreaterThan}, []int64{0, 3, 10, 0}},
-		// lower is better: (40-v)/30*10: 10, 6.67 -> 7, 0
-		{"LessThan", Rule{Operator: LessThan}, []int64{10, 7, 0, 0}},
-		// closer to 20 is better: distances 10, 0, 20: (20-d)/20*10: 5, 10, 0
-		{"Equals", Rule{Operator: Equals, Target: 20}, []int64{5, 10, 0, 0}},
+		// Nodes with a value score 1..10, 1+(good-worst)/(best-worst)*9; no value: 0.
+		// higher is better: 1+(v-10)/30*9: 1, 4, 10
+		{"GreaterThan", Rule{Operator: GreaterThan}, []int64{1, 4, 10, 0}},
+		// lower is better: 1+(40-v)/30*9: 10, 7, 1
+		{"LessThan", Rule{Operator: LessThan}, []int64{10, 7, 1, 0}},
+		// closer to 20 is better: distances 10, 0, 20: 1+(20-d)/20*9: 5.5 -> 6, 10, 1
+		{"Equals", Rule{Operator: Equals, Target: 20}, []int64{6, 10, 1, 0}},
 	} {
 		if got := Scores(c.r, vals, ok); !cmp.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+	// The worst of many values still outscores a node without one (TAS ranks every node with a
+	// value above every node without).
+	if got := Scores(Rule{Operator: GreaterThan}, []float64{0, 1000, 0.001}, []bool{false, true, true}); !cmp.Equal(got, []int64{0, 10, 1}) {
+		t.Errorf("worst value against none: %v", got)
+	}
+	// NaN is no value; an infinite one is the best or the worst.
+	if got := Scores(Rule{Operator: GreaterThan}, []float64{math.NaN(), math.Inf(1), 3, 5}, []bool{true, true, true, true}); got[0] != 0 || got[1] != 10 || got[2] < 1 {
+		t.Errorf("NaN and Inf: %v", got)
 	}
 	// Every value equally good: all best; none: all 0.
 	if got := Scores(Rule{Operator: GreaterThan}, []float64{5, 5}, []bool{true, true}); !cmp.Equal(got, []int64{10, 10}) {

@@ -33,8 +33,8 @@ func newLabeler(hold time.Duration) *labeler {
 }
 
 // wantedLabels returns the labels the policies want on node: <policy>=violating where its
-// deschedule strategy is violated, and the labels of its labeling rules that hold. A rule
-// whose metric is missing or stale never holds here, whatever TELEMETRY_STALE says.
+// deschedule strategy is violated, and the labels of its labeling strategy (labelingLabels). A
+// rule whose metric is missing or stale never holds here, whatever TELEMETRY_STALE says.
 func wantedLabels(policies []*Policy, v Values, node string, now time.Time, maxAge time.Duration) map[string]string {
 	want := map[string]string{}
 	for _, p := range policies {
@@ -42,20 +42,56 @@ func wantedLabels(policies []*Policy, v Values, node string, now time.Time, maxA
 			want[p.Name] = ViolatingValue
 		}
 		if s := p.Strategies[Labeling]; s != nil {
-			for _, r := range s.Rules {
-				sample, _, fresh := v.Lookup(r.Metricname, node, now, maxAge)
-				if !fresh || !Holds(r, sample.Value) {
-					continue
-				}
-				for _, l := range r.Labels {
-					if k, val, err := p.labelingLabel(l); err == nil {
-						want[k] = val
-					}
-				}
-			}
+			maps.Copy(want, labelingLabels(p, s, v, node, now, maxAge))
 		}
 	}
 	return want
+}
+
+// labelingLabels returns the labels policy p's labeling strategy s writes on node, as TAS
+// does: nothing unless the strategy holds (every rule for allOf, any for anyOf); then the
+// labels of the rules that hold. Where several of those rules set one key, the documented TAS
+// rule picks the value: among GreaterThan rules the one whose metric value is largest, among
+// LessThan rules the smallest. Deterministically here: rules are taken in order, and a later
+// rule replaces the key's earlier one only when it has the same operator and a strictly larger
+// (GreaterThan) or smaller (LessThan) value; so ties, Equals rules and rules of different
+// operators keep the first (TAS picks at random among ties, and writes no label of the policy
+// on the node when operators differ). Within one rule, a key listed twice takes its last value.
+func labelingLabels(p *Policy, s *Strategy, v Values, node string, now time.Time, maxAge time.Duration) map[string]string {
+	type winner struct {
+		rule  int
+		value float64
+		label string
+	}
+	won := map[string]winner{}
+	held := 0
+	for i, r := range s.Rules {
+		sample, _, fresh := v.Lookup(r.Metricname, node, now, maxAge)
+		if !fresh || !Holds(r, sample.Value) {
+			continue
+		}
+		held++
+		for _, l := range r.Labels {
+			k, val, err := p.labelingLabel(l)
+			if err != nil {
+				continue // left out by ParsePolicy already
+			}
+			w, ok := won[k]
+			better := ok && s.Rules[w.rule].Operator == r.Operator &&
+				((r.Operator == GreaterThan && sample.Value > w.value) || (r.Operator == LessThan && sample.Value < w.value))
+			if !ok || w.rule == i || better {
+				won[k] = winner{rule: i, value: sample.Value, label: val}
+			}
+		}
+	}
+	if held == 0 || (s.AllOf() && held < len(s.Rules)) {
+		return nil
+	}
+	out := make(map[string]string, len(won))
+	for k, w := range won {
+		out[k] = w.label
+	}
+	return out
 }
 
 // changes returns the label changes due on a node with labels current, given want and the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -105,5 +106,73 @@ func TestWantedLabels(t *testing.T) {
 		if diff := cmp.Diff(want, wantedLabels([]*Policy{p}, v, node, t0, time.Minute)); diff != "" {
 			t.Errorf("node %s (-want +got):\n%s", node, diff)
 		}
+	}
+}
+
+// labeling follows TAS: an allOf strategy labels only where every rule holds; rules setting
+// one key: the largest value among GreaterThan rules wins, the smallest among LessThan rules,
+// the first on a tie, for Equals, or across operators.
+func TestLabelingLabels(t *testing.T) {
+	v := Values{
+		"a": {"n": {Value: 150, Time: t0}},
+		"b": {"n": {Value: 300, Time: t0}},
+		"c": {"n": {Value: 5, Time: t0}},
+		"d": {"n": {Value: 2, Time: t0}},
+		"s": {"n": {Value: 500, Time: t0.Add(-time.Hour)}}, // stale
+	}
+	key := func(k string) string { return LabelingPrefix + "p/" + k }
+	for _, c := range []struct {
+		name, strategy string
+		want           map[string]string
+	}{
+		{"allOf, one rule fails: nothing", `{logicalOperator: allOf, rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=1"]},
+			{metricname: c, operator: GreaterThan, target: 10, labels: ["y=1"]}]}`, nil},
+		{"allOf, every rule holds: every label", `{logicalOperator: allOf, rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=1"]},
+			{metricname: c, operator: LessThan, target: 10, labels: ["y=1"]}]}`, map[string]string{key("x"): "1", key("y"): "1"}},
+		{"allOf, a stale rule never holds", `{logicalOperator: allOf, rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=1"]},
+			{metricname: s, operator: GreaterThan, target: 10, labels: ["y=1"]}]}`, nil},
+		{"anyOf: the rules that hold", `{rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=1"]},
+			{metricname: c, operator: GreaterThan, target: 10, labels: ["y=1"]}]}`, map[string]string{key("x"): "1"}},
+		// b 300 > a 150: b's value, wherever it is listed.
+		{"GreaterThan: the largest value", `{rules: [
+			{metricname: b, operator: GreaterThan, target: 100, labels: ["x=b"]},
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=a", "z=a"]}]}`, map[string]string{key("x"): "b", key("z"): "a"}},
+		{"GreaterThan: the largest value, listed last", `{rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=a"]},
+			{metricname: b, operator: GreaterThan, target: 100, labels: ["x=b"]}]}`, map[string]string{key("x"): "b"}},
+		// d 2 < c 5.
+		{"LessThan: the smallest value", `{rules: [
+			{metricname: c, operator: LessThan, target: 10, labels: ["x=c"]},
+			{metricname: d, operator: LessThan, target: 10, labels: ["x=d"]}]}`, map[string]string{key("x"): "d"}},
+		{"tie: the first", `{rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=first"]},
+			{metricname: a, operator: GreaterThan, target: 0, labels: ["x=second"]}]}`, map[string]string{key("x"): "first"}},
+		{"Equals: the first", `{rules: [
+			{metricname: c, operator: Equals, target: 5, labels: ["x=c"]},
+			{metricname: d, operator: Equals, target: 2, labels: ["x=d"]}]}`, map[string]string{key("x"): "c"}},
+		// TAS panics and writes no label of the policy; here the first rule's value.
+		{"two operators: the first", `{rules: [
+			{metricname: c, operator: LessThan, target: 10, labels: ["x=c", "y=c"]},
+			{metricname: b, operator: GreaterThan, target: 100, labels: ["x=b"]}]}`, map[string]string{key("x"): "c", key("y"): "c"}},
+		{"a key twice in one rule: the last", `{rules: [
+			{metricname: a, operator: GreaterThan, target: 100, labels: ["x=1", "x=2"]}]}`, map[string]string{key("x"): "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := ParsePolicy(policyObject(t, `{metadata: {name: p, namespace: ns}, spec: {strategies: {labeling: `+c.strategy+`}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same answer whatever the map order: every run of the same input.
+			for range 20 {
+				got := labelingLabels(p, p.Strategies[Labeling], v, "n", t0, time.Minute)
+				if diff := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("(-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }

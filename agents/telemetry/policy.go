@@ -3,6 +3,7 @@ package telemetry
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -61,10 +62,13 @@ type Strategy struct {
 // AllOf reports whether every rule must hold (allOf) rather than any (anyOf, the default).
 func (s *Strategy) AllOf() bool { return s.LogicalOperator == AllOf }
 
-// Policy is a validated TASPolicy.
+// Policy is a TASPolicy reduced to what can be used: the strategies, rules and labels that
+// are valid. Problems names every part left out (or read differently), for the InvalidPolicy
+// event; a policy with nothing usable left is never a Policy (ParsePolicy fails).
 type Policy struct {
 	Namespace, Name string
 	Strategies      map[string]*Strategy
+	Problems        []string
 }
 
 // Key is namespace/name.
@@ -87,7 +91,10 @@ type policySpec struct {
 	Strategies map[string]*Strategy `json:"strategies"`
 }
 
-// ParsePolicy decodes and validates a TASPolicy object. Every problem is reported, joined.
+// ParsePolicy decodes a TASPolicy object and keeps what is usable of it, as TAS uses the rest
+// of a policy around the parts it cannot use (see usable). Every problem is reported: in the
+// policy's Problems when something usable is left, else in the error (a spec that does not
+// decode, or no usable strategy).
 func ParsePolicy(u *unstructured.Unstructured) (*Policy, error) {
 	specObj, ok := u.Object["spec"].(map[string]any)
 	if !ok {
@@ -97,65 +104,101 @@ func ParsePolicy(u *unstructured.Unstructured) (*Policy, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(specObj, &spec, true); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
-	p := &Policy{Namespace: u.GetNamespace(), Name: u.GetName(), Strategies: spec.Strategies}
-	if err := p.validate(); err != nil {
-		return nil, err
+	p := &Policy{Namespace: u.GetNamespace(), Name: u.GetName()}
+	p.Strategies, p.Problems = p.usable(spec.Strategies)
+	if len(p.Strategies) == 0 {
+		return nil, errors.New(strings.Join(append(p.Problems, "no usable strategy is left"), "; "))
 	}
 	return p, nil
 }
 
 var knownStrategies = []string{DontSchedule, ScheduleOnMetric, Deschedule, Labeling}
 
-func (p *Policy) validate() error {
-	var errs []error
-	if len(p.Strategies) == 0 {
-		errs = append(errs, errors.New("spec.strategies: no strategy"))
+// usable returns the strategies of in that can be used, reduced to their usable rules and
+// labels, and the problems met. What is left out, and why it matches TAS:
+//   - a strategy with an unknown name, or without rules: TAS never acts on either;
+//   - a rule without metric or with an unknown operator: it never holds in TAS. So it is
+//     dropped from an anyOf strategy, and an allOf strategy holding one (never violated) is
+//     dropped whole, as is a scheduleonmetric whose first (only used) rule it is;
+//   - labels on a rule outside labeling: TAS ignores them;
+//   - a labeling label that is not key=value or not a valid label: TAS's patch fails;
+//   - deschedule when the policy's name is no label key: TAS's patch fails.
+//
+// An unknown logicalOperator is read as anyOf, as TAS reads anything but allOf.
+func (p *Policy) usable(in map[string]*Strategy) (map[string]*Strategy, []string) {
+	var problems []string
+	report := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	out := map[string]*Strategy{}
+	if len(in) == 0 {
+		report("spec.strategies: no strategy")
 	}
-	names := make([]string, 0, len(p.Strategies))
-	for name := range p.Strategies {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		s := p.Strategies[name]
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		at := "spec.strategies." + name
 		if !slices.Contains(knownStrategies, name) {
-			errs = append(errs, fmt.Errorf("%s: unknown strategy %q (known: %s)", at, name, strings.Join(knownStrategies, ", ")))
+			report("%s: unknown strategy %q (known: %s): ignored", at, name, strings.Join(knownStrategies, ", "))
 			continue
 		}
+		s := in[name]
 		if s == nil || len(s.Rules) == 0 {
-			errs = append(errs, fmt.Errorf("%s: no rules", at))
+			report("%s: no rules: ignored", at)
 			continue
 		}
-		if s.LogicalOperator != "" && s.LogicalOperator != AllOf && s.LogicalOperator != AnyOf {
-			errs = append(errs, fmt.Errorf("%s.logicalOperator: unknown %q (allOf or anyOf)", at, s.LogicalOperator))
+		if name == Deschedule {
+			if msgs := validation.IsQualifiedName(p.Name); len(msgs) > 0 {
+				report("%s: the policy name %q is not a valid node label key (%s): ignored", at, p.Name, strings.Join(msgs, "; "))
+				continue
+			}
 		}
+		kept := &Strategy{PolicyName: s.PolicyName, LogicalOperator: s.LogicalOperator}
+		if kept.LogicalOperator != "" && kept.LogicalOperator != AllOf && kept.LogicalOperator != AnyOf {
+			report("%s.logicalOperator: unknown %q (allOf or anyOf): read as anyOf", at, kept.LogicalOperator)
+			kept.LogicalOperator = AnyOf
+		}
+		neverViolated := false
 		for i, r := range s.Rules {
 			rat := fmt.Sprintf("%s.rules[%d]", at, i)
+			var bad []string
 			if r.Metricname == "" {
-				errs = append(errs, fmt.Errorf("%s.metricname: empty", rat))
+				bad = append(bad, "no metricname")
 			}
 			switch r.Operator {
 			case Equals, LessThan, GreaterThan:
 			default:
-				errs = append(errs, fmt.Errorf("%s.operator: unknown %q (Equals, LessThan or GreaterThan)", rat, r.Operator))
+				bad = append(bad, fmt.Sprintf("unknown operator %q (Equals, LessThan or GreaterThan)", r.Operator))
+			}
+			if len(bad) > 0 {
+				switch {
+				case name == ScheduleOnMetric && i > 0:
+					report("%s: %s: not used (scheduleonmetric uses its first rule)", rat, strings.Join(bad, ", "))
+				case kept.AllOf() || (name == ScheduleOnMetric && i == 0):
+					report("%s: %s: the rule never holds, so the strategy is ignored", rat, strings.Join(bad, ", "))
+					neverViolated = true
+				default:
+					report("%s: %s: the rule never holds: ignored", rat, strings.Join(bad, ", "))
+				}
+				continue
 			}
 			if name != Labeling && len(r.Labels) > 0 {
-				errs = append(errs, fmt.Errorf("%s.labels: only the labeling strategy writes labels", rat))
+				report("%s.labels: only the labeling strategy writes labels: ignored", rat)
+				r.Labels = nil
 			}
+			var labels []string
 			for _, l := range r.Labels {
 				if _, _, err := p.labelingLabel(l); err != nil {
-					errs = append(errs, fmt.Errorf("%s.labels: %w", rat, err))
+					report("%s.labels: %v: ignored", rat, err)
+					continue
 				}
+				labels = append(labels, l)
 			}
+			r.Labels = labels
+			kept.Rules = append(kept.Rules, r)
 		}
-		if name == Deschedule {
-			if msgs := validation.IsQualifiedName(p.Name); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("%s: the policy name %q is not a valid node label key: %s", at, p.Name, strings.Join(msgs, "; ")))
-			}
+		if neverViolated || len(kept.Rules) == 0 {
+			continue
 		}
+		out[name] = kept
 	}
-	return errors.Join(errs...)
+	return out, problems
 }
 
 // labelingLabel returns the node label a labeling rule's "key=value" sets:

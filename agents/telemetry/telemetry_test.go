@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,29 +62,78 @@ func TestParsePolicy(t *testing.T) {
 	if diff := cmp.Diff([]string{"node_cpu"}, p.Metrics()); diff != "" {
 		t.Error(diff)
 	}
-	for _, c := range []struct{ name, spec, want string }{
-		{"unknown strategy", `{strategies: {sometimesschedule: {rules: [{metricname: m, operator: Equals}]}}}`, `unknown strategy "sometimesschedule"`},
-		{"unknown operator", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Above}]}}}`, `rules[0].operator: unknown "Above"`},
-		{"unknown logical operator", `{strategies: {dontschedule: {logicalOperator: oneOf, rules: [{metricname: m, operator: Equals}]}}}`, `logicalOperator: unknown "oneOf"`},
-		{"no rules", `{strategies: {dontschedule: {rules: []}}}`, "spec.strategies.dontschedule: no rules"},
-		{"no metric", `{strategies: {dontschedule: {rules: [{operator: Equals}]}}}`, "metricname: empty"},
-		{"no strategies", `{strategies: {}}`, "no strategy"},
-		{"target not a number", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, target: high}]}}}`, "spec:"},
-		{"unknown field", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, tagret: 3}]}}}`, "tagret"},
-		{"bad label", `{strategies: {labeling: {rules: [{metricname: m, operator: Equals, labels: ["no-equals"]}]}}}`, `"no-equals" is not key=value`},
-		{"labels outside labeling", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, labels: ["a=b"]}]}}}`, "only the labeling strategy"},
+	// Policies the CRD accepts but TAS cannot fully use: TAS uses the rest, and so does this
+	// agent. Each case: the problem reported, and the strategies left (rules per strategy);
+	// none left: the policy is unusable, ParsePolicy fails.
+	for _, c := range []struct {
+		name, spec, want string
+		left             map[string]int
+	}{
+		{"unknown strategy", `{strategies: {sometimesschedule: {rules: [{metricname: m, operator: Equals}]}, dontschedule: {rules: [{metricname: m, operator: Equals}]}}}`,
+			`unknown strategy "sometimesschedule"`, map[string]int{DontSchedule: 1}},
+		{"unknown strategy alone", `{strategies: {sometimesschedule: {rules: [{metricname: m, operator: Equals}]}}}`,
+			`unknown strategy "sometimesschedule"`, nil},
+		{"no rules", `{strategies: {dontschedule: {rules: []}, scheduleonmetric: {rules: [{metricname: m, operator: LessThan}]}}}`,
+			"spec.strategies.dontschedule: no rules", map[string]int{ScheduleOnMetric: 1}},
+		{"no rules alone", `{strategies: {dontschedule: {rules: []}}}`, "spec.strategies.dontschedule: no rules", nil},
+		{"labels outside labeling", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, labels: ["a=b"]}]}}}`,
+			"only the labeling strategy", map[string]int{DontSchedule: 1}},
+		{"deschedule name too long", `{strategies: {deschedule: {rules: [{metricname: m, operator: Equals}]}, dontschedule: {rules: [{metricname: m, operator: Equals}]}}}`,
+			"is not a valid node label key", map[string]int{DontSchedule: 1}},
+		{"bad label", `{strategies: {labeling: {rules: [{metricname: m, operator: Equals, labels: ["no-equals", "ok=yes"]}]}}}`,
+			`"no-equals" is not key=value`, map[string]int{Labeling: 1}},
+		// Not accepted by TAS's CRD, but possible without its schema: read as TAS reads them.
+		{"unknown operator, anyOf", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Above}, {metricname: m, operator: Equals}]}}}`,
+			`rules[0]: unknown operator "Above"`, map[string]int{DontSchedule: 1}},
+		{"unknown operator, allOf", `{strategies: {dontschedule: {logicalOperator: allOf, rules: [{metricname: m, operator: Above}, {metricname: m, operator: Equals}]},
+			labeling: {rules: [{metricname: m, operator: Equals, labels: [a=b]}]}}}`,
+			"the rule never holds, so the strategy is ignored", map[string]int{Labeling: 1}},
+		{"unknown logical operator", `{strategies: {dontschedule: {logicalOperator: oneOf, rules: [{metricname: m, operator: Equals}]}}}`,
+			`logicalOperator: unknown "oneOf" (allOf or anyOf): read as anyOf`, map[string]int{DontSchedule: 1}},
+		{"no metric", `{strategies: {dontschedule: {rules: [{operator: Equals}]}}}`, "no metricname", nil},
+		{"no strategies", `{strategies: {}}`, "no strategy", nil},
+		{"target not a number", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, target: high}]}}}`, "spec:", nil},
+		{"unknown field", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, tagret: 3}]}}}`, "tagret", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			doc := "apiVersion: telemetry.intel.com/v1alpha1\nkind: TASPolicy\nmetadata: {name: p, namespace: ns}\nspec: " + c.spec
-			_, err := ParsePolicy(policyObject(t, doc))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("error %v, want one containing %q", err, c.want)
+			name := "p"
+			if c.name == "deschedule name too long" {
+				name = strings.Repeat("p", 64)
+			}
+			doc := "apiVersion: telemetry.intel.com/v1alpha1\nkind: TASPolicy\nmetadata: {name: " + name + ", namespace: ns}\nspec: " + c.spec
+			p, err := ParsePolicy(policyObject(t, doc))
+			problems := ""
+			if err != nil {
+				problems = err.Error()
+			}
+			if p != nil {
+				problems = strings.Join(p.Problems, "; ")
+				left := map[string]int{}
+				for n, s := range p.Strategies {
+					left[n] = len(s.Rules)
+				}
+				if diff := cmp.Diff(c.left, left); diff != "" {
+					t.Errorf("strategies left (-want +got):\n%s", diff)
+				}
+				for _, s := range p.Strategies {
+					for _, r := range s.Rules {
+						if len(r.Labels) > 0 && s != p.Strategies[Labeling] || slices.Contains(r.Labels, "no-equals") {
+							t.Errorf("labels kept: %v", r.Labels)
+						}
+					}
+				}
+			} else if c.left != nil {
+				t.Errorf("unusable (%v), want %v left", err, c.left)
+			}
+			if !strings.Contains(problems, c.want) {
+				t.Errorf("problems %q, want one containing %q", problems, c.want)
 			}
 		})
 	}
 	// Every problem is reported, not only the first.
 	_, err = ParsePolicy(policyObject(t, `{metadata: {name: p}, spec: {strategies: {a: {rules: [{metricname: m, operator: Equals}]}, dontschedule: {rules: [{metricname: m, operator: X}]}}}}`))
-	if err == nil || !strings.Contains(err.Error(), `unknown strategy "a"`) || !strings.Contains(err.Error(), `unknown "X"`) {
+	if err == nil || !strings.Contains(err.Error(), `unknown strategy "a"`) || !strings.Contains(err.Error(), `unknown operator "X"`) ||
+		!strings.Contains(err.Error(), "no usable strategy is left") {
 		t.Errorf("error %v, want both problems", err)
 	}
 }
@@ -179,6 +229,10 @@ func TestFilterAndScore(t *testing.T) {
 	}}}
 	bad := policyObject(t, `{apiVersion: telemetry.intel.com/v1alpha1, kind: TASPolicy, metadata: {name: broken, namespace: default},
 spec: {strategies: {dontschedule: {rules: [{metricname: node_cpu, operator: Above, target: 1}]}}}}`)
+	// partial is usable without its unknown strategy and the labels of its dontschedule rule.
+	partial := policyObject(t, `{apiVersion: telemetry.intel.com/v1alpha1, kind: TASPolicy, metadata: {name: partial, namespace: default},
+spec: {strategies: {sometimesschedule: {rules: [{metricname: node_cpu, operator: LessThan, target: 1}]},
+  dontschedule: {rules: [{metricname: node_cpu, operator: LessThan, target: 50, labels: ["a=b"]}]}}}}`)
 	nodes := []*corev1.Node{}
 	for _, n := range []string{"hot", "warm", "cool", "stale", "none"} {
 		nodes = append(nodes, fixtures.MakeNode().Name(n).Obj())
@@ -190,16 +244,28 @@ spec: {strategies: {dontschedule: {rules: [{metricname: node_cpu, operator: Abov
 		t.Run(mode, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Stale = mode
-			a, ev := testAgent(t, cfg, src, policyObject(t, demoPolicy), bad)
+			a, ev := testAgent(t, cfg, src, policyObject(t, demoPolicy), bad, partial)
 			a.refresh(t.Context())
 
-			// The broken policy is reported by an event and not used.
-			if got := ev.all(); len(got) != 1 || got[0].name != "broken" || got[0].typ != corev1.EventTypeWarning ||
-				!strings.Contains(got[0].message, `unknown "Above"`) {
-				t.Errorf("events %+v, want one warning on broken", got)
+			// The broken policy is reported by an event and not used; the partial one is
+			// reported and used.
+			got := ev.all()
+			slices.SortFunc(got, func(a, b recordedEvent) int { return strings.Compare(a.name, b.name) })
+			if len(got) != 2 || got[0].name != "broken" || got[0].typ != corev1.EventTypeWarning || got[0].reason != "InvalidPolicy" ||
+				!strings.Contains(got[0].message, `not used by the telemetry scheduler extender: spec.strategies.dontschedule.rules[0]: unknown operator "Above"`) ||
+				got[1].name != "partial" || got[1].typ != corev1.EventTypeWarning || got[1].reason != "InvalidPolicy" ||
+				!strings.Contains(got[1].message, `used by the telemetry scheduler extender without what is invalid: `) ||
+				!strings.Contains(got[1].message, `unknown strategy "sometimesschedule"`) || !strings.Contains(got[1].message, "only the labeling strategy") {
+				t.Errorf("events %+v, want one warning on broken and one on partial", got)
+			}
+			// partial's dontschedule (node_cpu < 50) rejects cool alone; no value, no rejection
+			// (but for TELEMETRY_STALE=reject).
+			v, err := a.filter(t.Context(), labelled("partial"), nodes[:3])
+			if err != nil || v[0].Reason != "" || v[1].Reason != "" || !strings.Contains(v[2].Reason, "telemetry policy default/partial: node_cpu 20 < 50") {
+				t.Errorf("partial policy verdicts %+v, %v", v, err)
 			}
 
-			v, err := a.filter(t.Context(), labelled("demo-policy"), nodes)
+			v, err = a.filter(t.Context(), labelled("demo-policy"), nodes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,13 +279,13 @@ spec: {strategies: {dontschedule: {rules: [{metricname: node_cpu, operator: Abov
 			if diff := cmp.Diff(want, v); diff != "" {
 				t.Errorf("verdicts (-want +got):\n%s", diff)
 			}
-			// LessThan: lower is better over the fresh values 93, 60, 20: (93-v)/73*10:
-			// hot 0, warm 4.52 -> 5, cool 10; stale and none 0.
+			// LessThan: lower is better over the fresh values 93, 60, 20: 1+(93-v)/73*9:
+			// hot 1, warm 5.07 -> 5, cool 10; stale and none 0.
 			s, err := a.score(t.Context(), labelled("demo-policy"), nodes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff([]int64{0, 5, 10, 0, 0}, s); diff != "" {
+			if diff := cmp.Diff([]int64{1, 5, 10, 0, 0}, s); diff != "" {
 				t.Errorf("scores (-want +got):\n%s", diff)
 			}
 

@@ -127,8 +127,9 @@ func (a *Agent) watchPolicies(ctx context.Context) func(context.Context) bool {
 	}
 }
 
-// policyChanged validates a new or updated policy: a valid one is used, an invalid one is
-// reported (log and a Warning event on the object) and not used.
+// policyChanged validates a new or updated policy: what is usable of it is used; its problems
+// are reported (log and a Warning InvalidPolicy event on the object), and a policy with nothing
+// usable left is not used at all (pods naming it are rejected).
 func (a *Agent) policyChanged(obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -136,15 +137,23 @@ func (a *Agent) policyChanged(obj any) {
 	}
 	key := u.GetNamespace() + "/" + u.GetName()
 	p, err := ParsePolicy(u)
+	var message string
 	if err != nil {
 		problem := strings.ReplaceAll(err.Error(), "\n", "; ")
 		a.policies.setInvalid(key, problem)
-		a.log.Warnf("telemetry policy %s is invalid and ignored: %s", key, problem)
-		if a.h.Events != nil {
-			a.h.Events.Event(u, corev1.EventTypeWarning, "InvalidPolicy", "ignored by the telemetry scheduler extender: "+problem)
+		a.log.Warnf("telemetry policy %s is invalid and not used: %s", key, problem)
+		message = "not used by the telemetry scheduler extender: " + problem
+	} else {
+		a.policies.set(p)
+		a.log.Infof("telemetry policy %s in use (metrics %v)", key, p.Metrics())
+		if len(p.Problems) == 0 {
+			return
 		}
-		return
+		problem := strings.Join(p.Problems, "; ")
+		a.log.Warnf("telemetry policy %s is used without what is invalid: %s", key, problem)
+		message = "used by the telemetry scheduler extender without what is invalid: " + problem
 	}
-	a.policies.set(p)
-	a.log.Infof("telemetry policy %s in use (metrics %v)", key, p.Metrics())
+	if a.h.Events != nil {
+		a.h.Events.Event(u, corev1.EventTypeWarning, "InvalidPolicy", message)
+	}
 }
