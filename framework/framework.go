@@ -28,12 +28,18 @@ type Agent interface {
 type Filter struct {
 	Name string
 	Func FilterFunc
+	// Aliases are more verbs (paths under /scheduler/) serving the same function, so that a
+	// scheduler configured for another extender the agent replaces reaches it unchanged (the
+	// telemetry agent answers Telemetry Aware Scheduling's "filter"). Optional.
+	Aliases []string
 }
 
 // Prioritizer is a named prioritize function.
 type Prioritizer struct {
 	Name string
 	Func PrioritizeFunc
+	// Aliases are more verbs serving the same function (see Filter.Aliases). Optional.
+	Aliases []string
 }
 
 // FilterFunc judges every node for pod and returns exactly one Verdict per node, in the order

@@ -6,6 +6,8 @@
 //
 //	POST /scheduler/predicates/<filter>     ExtenderArgs -> ExtenderFilterResult
 //	POST /scheduler/priorities/<priority>   ExtenderArgs -> HostPriorityList
+//	POST /scheduler/<alias>                 the function that declares the alias (Filter.Aliases,
+//	                                        Prioritizer.Aliases), as its own route
 //	POST /scheduler/bind                    ExtenderBindingArgs -> ExtenderBindingResult (the agent that
 //	                                        implements framework.Binder, else "not supported")
 //	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (the
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
@@ -82,6 +85,8 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 	})
 
 	filters, priorities := map[string]string{}, map[string]string{}
+	// aliases: the verbs claimed by aliases, so that no two functions, and no fixed route, share one.
+	aliases := map[string]string{"bind": "the extender", "preemption": "the extender"}
 	var names []string
 	// routes lists each agent's routes at /version, where deployments and tests read them.
 	routes := map[string][]string{}
@@ -92,17 +97,31 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 			if err := claim(filters, "filter", a.Name(), f.Name, f.Func == nil); err != nil {
 				return nil, err
 			}
-			path := "/scheduler/predicates/" + f.Name
-			r.Handle(path, s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))).Methods(http.MethodPost)
-			routes[a.Name()] = append(routes[a.Name()], path)
+			h := s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))
+			for _, verb := range append([]string{"predicates/" + f.Name}, f.Aliases...) {
+				if verb != "predicates/"+f.Name {
+					if err := claimAlias(aliases, a.Name(), "filter", f.Name, verb); err != nil {
+						return nil, err
+					}
+				}
+				r.Handle("/scheduler/"+verb, h).Methods(http.MethodPost)
+				routes[a.Name()] = append(routes[a.Name()], "/scheduler/"+verb)
+			}
 		}
 		for _, p := range a.Prioritizers() {
 			if err := claim(priorities, "prioritizer", a.Name(), p.Name, p.Func == nil); err != nil {
 				return nil, err
 			}
-			path := "/scheduler/priorities/" + p.Name
-			r.Handle(path, s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))).Methods(http.MethodPost)
-			routes[a.Name()] = append(routes[a.Name()], path)
+			h := s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))
+			for _, verb := range append([]string{"priorities/" + p.Name}, p.Aliases...) {
+				if verb != "priorities/"+p.Name {
+					if err := claimAlias(aliases, a.Name(), "prioritizer", p.Name, verb); err != nil {
+						return nil, err
+					}
+				}
+				r.Handle("/scheduler/"+verb, h).Methods(http.MethodPost)
+				routes[a.Name()] = append(routes[a.Name()], "/scheduler/"+verb)
+			}
 		}
 	}
 	sort.Strings(names)
@@ -147,6 +166,21 @@ func claim(seen map[string]string, kind, agent, name string, nilFunc bool) error
 		return fmt.Errorf("agent %q: %s %q is already served by agent %q", agent, kind, name, seen[name])
 	}
 	seen[name] = agent
+	return nil
+}
+
+// claimAlias records that verb (a path under /scheduler/) is an alias of agent's function, or
+// says why it cannot be: empty, a path of its own kind (predicates/, priorities/, a slash at
+// either end), or already taken.
+func claimAlias(seen map[string]string, agent, kind, name, verb string) error {
+	switch {
+	case verb == "" || strings.HasPrefix(verb, "/") || strings.HasSuffix(verb, "/") ||
+		strings.HasPrefix(verb, "predicates/") || strings.HasPrefix(verb, "priorities/"):
+		return fmt.Errorf("agent %q: %s %q: alias %q is not a verb (a path under /scheduler/, outside predicates/ and priorities/)", agent, kind, name, verb)
+	case seen[verb] != "":
+		return fmt.Errorf("agent %q: %s %q: alias %q is already served by %s", agent, kind, name, verb, seen[verb])
+	}
+	seen[verb] = fmt.Sprintf("agent %q", agent)
 	return nil
 }
 

@@ -549,3 +549,83 @@ func TestReasonsAreNotHTMLEscaped(t *testing.T) {
 		}
 	}
 }
+
+// aliasAgent serves testAgent's "label" functions under more verbs, as the telemetry agent
+// serves TAS's "filter" and "prioritize".
+type aliasAgent struct {
+	testAgent
+	filterAliases, priorityAliases []string
+	other                          bool // named "other", its functions "other"
+}
+
+func (a aliasAgent) Name() string {
+	if a.other {
+		return "other"
+	}
+	return "alias"
+}
+func (a aliasAgent) Filters() []framework.Filter {
+	f := a.testAgent.Filters()[0]
+	f.Name, f.Aliases = "aliased", a.filterAliases
+	if a.other {
+		f.Name = "other"
+	}
+	return []framework.Filter{f}
+}
+func (a aliasAgent) Prioritizers() []framework.Prioritizer {
+	p := a.testAgent.Prioritizers()[0]
+	p.Name, p.Aliases = "aliased", a.priorityAliases
+	if a.other {
+		p.Name = "other"
+	}
+	return []framework.Prioritizer{p}
+}
+
+// An alias serves the same function as the function's own route: same answers, listed at
+// /version; two functions claiming one alias, or an alias that is no verb, fail New.
+func TestRouteAliases(t *testing.T) {
+	nodes := sampleNodes()
+	agent := aliasAgent{filterAliases: []string{"filter"}, priorityAliases: []string{"prioritize"}}
+	h, err := New([]framework.Agent{testAgent{}, agent}, Options{Log: logrus.New(), Lookup: nodesLookup(nodes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, handler: h}
+	for _, args := range []extenderv1.ExtenderArgs{fullArgs(nodes), nameArgs("a", "b", "c")} {
+		want := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/predicates/aliased", args))
+		got := decode[extenderv1.ExtenderFilterResult](t, f.post("/scheduler/filter", args))
+		if diff := cmp.Diff(want, got); diff != "" || len(got.FailedNodes)+len(got.FailedAndUnresolvableNodes) != 2 {
+			t.Errorf("/scheduler/filter (-predicates/aliased +filter):\n%s\n%+v", diff, got)
+		}
+		wantP := decode[extenderv1.HostPriorityList](t, f.post("/scheduler/priorities/aliased", args))
+		gotP := decode[extenderv1.HostPriorityList](t, f.post("/scheduler/prioritize", args))
+		if diff := cmp.Diff(wantP, gotP); diff != "" || len(gotP) != 3 {
+			t.Errorf("/scheduler/prioritize (-priorities/aliased +prioritize):\n%s", diff)
+		}
+	}
+	rec := f.do(http.MethodGet, "/version", "", nil)
+	if !strings.Contains(rec.Body.String(), `"alias":["/scheduler/predicates/aliased","/scheduler/filter","/scheduler/priorities/aliased","/scheduler/prioritize"]`) {
+		t.Errorf("/version %s", rec.Body)
+	}
+	// Without the alias the verb is not served.
+	h, _ = New([]framework.Agent{aliasAgent{}}, Options{Log: logrus.New()})
+	f = &fixture{t: t, handler: h}
+	if rec := f.post("/scheduler/filter", fullArgs(nodes)); rec.Code != http.StatusNotFound {
+		t.Errorf("/scheduler/filter without an alias: %d", rec.Code)
+	}
+
+	for _, c := range []struct {
+		agents []framework.Agent
+		want   string
+	}{
+		{[]framework.Agent{agent, aliasAgent{other: true, filterAliases: []string{"x"}, priorityAliases: []string{"filter"}}}, `alias "filter" is already served by agent "alias"`},
+		{[]framework.Agent{aliasAgent{filterAliases: []string{"bind"}}}, `alias "bind" is already served by the extender`},
+		{[]framework.Agent{aliasAgent{filterAliases: []string{"predicates/label"}}}, "is not a verb"},
+		{[]framework.Agent{aliasAgent{priorityAliases: []string{""}}}, "is not a verb"},
+		{[]framework.Agent{aliasAgent{priorityAliases: []string{"/prioritize"}}}, "is not a verb"},
+	} {
+		if _, err := New(c.agents, Options{Log: logrus.New()}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New: %v, want an error containing %q", err, c.want)
+		}
+	}
+}

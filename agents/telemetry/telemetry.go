@@ -37,6 +37,13 @@ const (
 	PriorityPolicy = "telemetry-policy"
 )
 
+// TAS's verbs, the routes /scheduler/filter and /scheduler/prioritize: the scheduler
+// configuration TAS ships calls them, and they serve the same functions.
+const (
+	TASFilterVerb     = "filter"
+	TASPrioritizeVerb = "prioritize"
+)
+
 // What a stale or missing metric does in the filter (TELEMETRY_STALE).
 const (
 	StaleIgnore = "ignore"
@@ -166,12 +173,12 @@ func (a *Agent) Name() string { return Name }
 
 // Filters implements framework.Agent.
 func (a *Agent) Filters() []framework.Filter {
-	return []framework.Filter{{Name: FilterPolicy, Func: a.filter}}
+	return []framework.Filter{{Name: FilterPolicy, Func: a.filter, Aliases: []string{TASFilterVerb}}}
 }
 
 // Prioritizers implements framework.Agent.
 func (a *Agent) Prioritizers() []framework.Prioritizer {
-	return []framework.Prioritizer{{Name: PriorityPolicy, Func: a.score}}
+	return []framework.Prioritizer{{Name: PriorityPolicy, Func: a.score, Aliases: []string{TASPrioritizeVerb}}}
 }
 
 // policySyncTimeout bounds Start's wait for the first list of policies.

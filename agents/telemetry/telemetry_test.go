@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
@@ -324,5 +325,29 @@ func TestRefreshKeepsSamplesOnError(t *testing.T) {
 	s, found, fresh := a.values.Load().Lookup("node_cpu", "hot", a.now(), a.cfg.MaxAge)
 	if !found || fresh || s.Value != 93 {
 		t.Errorf("after a failed read: %+v found %v fresh %v, want the old value, stale", s, found, fresh)
+	}
+}
+
+// TAS's scheduler configuration calls /scheduler/filter and /scheduler/prioritize: they answer
+// what the agent's own routes answer, through the real HTTP handler.
+func TestTASVerbs(t *testing.T) {
+	src := &fakeSource{data: map[string]map[string]Sample{"node_cpu": {"hot": {Value: 93, Time: t0}, "cool": {Value: 20, Time: t0}}}}
+	a, _ := testAgent(t, DefaultConfig(), src, policyObject(t, demoPolicy))
+	a.refresh(t.Context())
+	nodes := []*corev1.Node{fixtures.MakeNode().Name("hot").Obj(), fixtures.MakeNode().Name("cool").Obj()}
+	h := extendertest.NewHandler(t, extendertest.LookupOf(nodes), a)
+	pod := fixtures.MakePod().Name("p").Namespace("default").Label(PodLabel, "demo-policy").Obj()
+	for _, names := range []bool{false, true} {
+		body := extendertest.Body(t, extendertest.Args(pod, nodes, names))
+		own := extendertest.Post(t, h, "/scheduler/predicates/"+FilterPolicy, body)
+		tas := extendertest.Post(t, h, "/scheduler/"+TASFilterVerb, body)
+		if string(own) != string(tas) || !strings.Contains(string(tas), "node_cpu 93 > 90") {
+			t.Errorf("filter: /scheduler/filter answers %s, the agent's route %s", tas, own)
+		}
+		own = extendertest.Post(t, h, "/scheduler/priorities/"+PriorityPolicy, body)
+		tas = extendertest.Post(t, h, "/scheduler/"+TASPrioritizeVerb, body)
+		if string(own) != string(tas) || !strings.Contains(string(tas), `"Score":10`) {
+			t.Errorf("prioritize: /scheduler/prioritize answers %s, the agent's route %s", tas, own)
+		}
 	}
 }
