@@ -24,6 +24,9 @@ type Call struct {
 	// HoldOnError: a failing filter holds pods back (ignorable: false written out) rather than
 	// letting them through.
 	HoldOnError bool
+	// ManagedResources: the scheduler calls the extender only for pods that request one of
+	// these extended resources.
+	ManagedResources []ManagedResource
 }
 
 // Agent is how the shipped deployments (yamlfiles/extender.*.yaml) run one agent: its sidecar
@@ -51,7 +54,10 @@ var Agents = []Agent{
 		{FilterVerb: "predicates/template-label", PrioritizeVerb: "priorities/template-score", Weight: 1, HoldOnError: true},
 	}},
 	{Name: "telemetry", Port: 5405, Calls: []Call{
-		{FilterVerb: "predicates/telemetry-policy", PrioritizeVerb: "priorities/telemetry-policy", Weight: 1, HoldOnError: true},
+		// TAS pods request telemetry/scheduling: 1, a resource no node has; TAS's configuration
+		// lists it, so that the scheduler does not count it and calls the extender for them.
+		{FilterVerb: "predicates/telemetry-policy", PrioritizeVerb: "priorities/telemetry-policy", Weight: 1, HoldOnError: true,
+			ManagedResources: []ManagedResource{{Name: "telemetry/scheduling", IgnoredByScheduler: true}}},
 	}},
 	{Name: "reward", Port: 5407, Calls: []Call{
 		{PrioritizeVerb: "priorities/reward", Weight: 2, BindVerb: "bind", PreemptVerb: "preemption", HoldOnError: true},
@@ -145,6 +151,7 @@ func Generate(o Options) ([]byte, error) {
 				BindVerb:         c.BindVerb,
 				PreemptVerb:      c.PreemptVerb,
 				NodeCacheCapable: o.NodeCache,
+				ManagedResources: c.ManagedResources,
 				HTTPTimeout:      "5s",
 			}
 			if c.HoldOnError {

@@ -81,6 +81,7 @@ func TestShippedFilesMatchTable(t *testing.T) {
 		"extender.safe.congestion.yaml": {Agents: []string{"safe", "congestion"}, NodeCache: true},
 		"extender.safe.pigeon.yaml":     {Agents: []string{"safe", "pigeon"}, NodeCache: true},
 		"extender.safe.mtls.yaml":       {Agents: []string{"safe"}, NodeCache: true, HTTPS: true},
+		"extender.telemetry.yaml":       {Agents: []string{"telemetry"}, NodeCache: true},
 	} {
 		t.Run(file, func(t *testing.T) {
 			o.Sidecars = true
@@ -169,5 +170,32 @@ func TestGenerateRejects(t *testing.T) {
 	}
 	if len(cfg.Extenders) != 3 || cfg.Extenders[0].PrioritizeVerb != "priorities/congestion" || cfg.Profiles[0].SchedulerName != "s" {
 		t.Errorf("agents in the order given, once each, profile s: got\n%s", out)
+	}
+}
+
+// TAS pods request telemetry/scheduling: 1. The telemetry extender manages it, ignored by the
+// scheduler's own fit check, as TAS's configuration has it; otherwise those pods stay Pending
+// with "Insufficient telemetry/scheduling".
+func TestTelemetryManagesTASResource(t *testing.T) {
+	out, err := Generate(Options{Agents: []string{"safe", "telemetry"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := []ManagedResource{{Name: "telemetry/scheduling", IgnoredByScheduler: true}}
+	for _, e := range cfg.Extenders {
+		if strings.Contains(e.FilterVerb, "telemetry") {
+			if diff := cmp.Diff(want, e.ManagedResources); diff != "" {
+				t.Errorf("telemetry's managedResources (-want +got):\n%s", diff)
+			}
+		} else if e.ManagedResources != nil {
+			t.Errorf("%s manages %v", e.URLPrefix, e.ManagedResources)
+		}
+	}
+	if !strings.Contains(string(out), "managedResources:\n  - ignoredByScheduler: true\n    name: telemetry/scheduling\n") {
+		t.Errorf("generated:\n%s", out)
 	}
 }
