@@ -67,8 +67,10 @@ var telemetryEnv = map[string]string{
 }
 
 // TestTelemetryYAML: extender.telemetry.yaml with a TASPolicy from yaml, metrics from a custom
-// metrics API server behind the real aggregation layer. A labelled pod lands on the node with
-// the lowest node_cpu; a pod pinned to a node above the dontschedule target stays pending with
+// metrics API server behind the real aggregation layer. A labelled pod requesting
+// telemetry/scheduling (as TAS pods do; no node has it: managedResources, ignoredByScheduler)
+// lands on the node with the lowest node_cpu, and one that does not request it is not sent to
+// the extender; a pod pinned to a node above the dontschedule target stays pending with
 // the reason; the node above the deschedule target gets demo-policy=violating and loses it once
 // its value drops; an unlabelled pod is not affected; an invalid policy gets a Warning event; a
 // value that stops updating goes stale, then passes (TELEMETRY_STALE=ignore, as shipped) or is
@@ -104,9 +106,9 @@ func TestTelemetryYAML(t *testing.T) {
 	probe := probePod(t, harness.PodSpec{Name: "probe", Labels: labelled})
 
 	// The sidecar reads the metrics through the API server: hot is rejected, and the lowest
-	// node_cpu scores best: (95-v)/75*10: cool 10, warm 4.67 -> 5, hot 0.
+	// node_cpu scores best: 1+(95-v)/75*9: cool 10, warm 5.2 -> 5, hot 1.
 	s := waitForScores(t, ext, "telemetry-policy", probe, nodes, "the metrics are read", func(s map[string]int64) bool {
-		return s["cool"] == 10 && s["warm"] == 5 && s["hot"] == 0
+		return s["cool"] == 10 && s["warm"] == 5 && s["hot"] == 1
 	})
 	t.Logf("telemetry-policy scores %v after %d custom metrics reads", s, cm.Requests())
 	rejected := filterVerdicts(t, ext, "telemetry-policy", probe, nodes)
@@ -116,17 +118,29 @@ func TestTelemetryYAML(t *testing.T) {
 	mustContain(t, "hot's reason", rejected["hot"], "telemetry policy default/demo-policy: node_cpu 95 > 90 (")
 
 	for i := range 2 {
-		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), Labels: labelled}, "cool",
+		scheduleOn(t, c, harness.PodSpec{Name: fmt.Sprintf("p%d", i), Labels: labelled, Extra: tasResource}, "cool",
 			"node_cpu: cool 20 is the lowest, and hot 95 fails dontschedule")
 	}
 
 	// A pod that can only go to hot stays pending with the reason.
-	pinned := probePod(t, harness.PodSpec{Name: "pinned", Labels: labelled, SchedulerName: schedulerName})
+	pinned := probePod(t, harness.PodSpec{Name: "pinned", Labels: labelled, SchedulerName: schedulerName, Extra: tasResource})
 	pinned.Spec.NodeSelector = map[string]string{"e2e/pin": "hot"}
 	if _, err := c.Client.CoreV1().Pods("default").Create(t.Context(), pinned, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitForEvent(t, "default", "pinned", "FailedScheduling", "node_cpu 95 > 90")
+	if e := c.WaitForEvent(t, "default", "pinned", "FailedScheduling", "node_cpu 95 > 90"); strings.Contains(e.Message, "Insufficient telemetry/scheduling") {
+		t.Errorf("the scheduler counted telemetry/scheduling: %s", e.Message)
+	}
+	// The same pod without telemetry/scheduling is not sent to the extender (managedResources,
+	// as in TAS): it lands on hot.
+	unmanaged := probePod(t, harness.PodSpec{Name: "unmanaged", Labels: labelled, SchedulerName: schedulerName})
+	unmanaged.Spec.NodeSelector = map[string]string{"e2e/pin": "hot"}
+	if _, err := c.Client.CoreV1().Pods("default").Create(t.Context(), unmanaged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.WaitForBinding(t, "default", "unmanaged"); n != "hot" {
+		t.Fatalf("unmanaged went to %s, want hot", n)
+	}
 
 	// An unlabelled pod: every node passes, every score 0.
 	plain := probePod(t, harness.PodSpec{Name: "plain"})
@@ -292,9 +306,9 @@ func TestTelemetryPrometheus(t *testing.T) {
 	nodes := []string{"cool", "gone", "hot"}
 	probe := probePod(t, harness.PodSpec{Name: "probe", Labels: map[string]string{"telemetry-policy": "demo-policy"}})
 
-	// LessThan over 20, 95, 99: (99-v)/79*10: cool 10, hot 0.51 -> 1, gone 0.
+	// LessThan over 20, 95, 99: 1+(99-v)/79*9: cool 10, hot 1.46 -> 1, gone 1.
 	s := waitForScores(t, ext, "telemetry-policy", probe, nodes, "Prometheus's values are read", func(s map[string]int64) bool {
-		return s["cool"] == 10 && s["hot"] == 1 && s["gone"] == 0
+		return s["cool"] == 10 && s["hot"] == 1 && s["gone"] == 1
 	})
 	t.Logf("scores from Prometheus: %v", s)
 	rejected := filterVerdicts(t, ext, "telemetry-policy", probe, nodes)
@@ -308,9 +322,10 @@ func TestTelemetryPrometheus(t *testing.T) {
 	exporter.set("gone", 0, false)
 	waitForVerdict(t, ext, probe, "gone", "node_cpu 99 stale (")
 	t.Logf("gone: %s", filterVerdicts(t, ext, "telemetry-policy", probe, []string{"gone"})["gone"])
-	// The remaining values rescale: over 20 and 95, (95-v)/75*10: cool 10, hot 0; gone 0.
+	// The remaining values rescale: over 20 and 95: cool 10, hot 1; gone, without a fresh
+	// value, 0.
 	waitForScores(t, ext, "telemetry-policy", probe, nodes, "gone's stale value is left out", func(s map[string]int64) bool {
-		return s["cool"] == 10 && s["hot"] == 0 && s["gone"] == 0
+		return s["cool"] == 10 && s["hot"] == 1 && s["gone"] == 0
 	})
 
 	// The stale gauge counts the values stale at the last refresh (every TELEMETRY_SYNC_PERIOD),
