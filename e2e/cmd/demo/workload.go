@@ -143,6 +143,10 @@ func extendersOf(run *harness.RunningDeployment) ([]extender, error) {
 }
 
 // workload is the sample: web and api replicas, a cache, batch jobs and a GPU job.
+// tasResource is the extended resource TAS pods request; the telemetry extender manages it
+// (managedResources, ignoredByScheduler), so no node needs it.
+var tasResource = corev1.ResourceList{"telemetry/scheduling": resource.MustParse("1")}
+
 var workload = []harness.PodSpec{
 	{Name: "web-1", CPU: "250m", Memory: "256Mi"},
 	{Name: "web-2", CPU: "250m", Memory: "256Mi"},
@@ -153,9 +157,10 @@ var workload = []harness.PodSpec{
 	{Name: "batch-1", CPU: "2", Memory: "4Gi"},
 	{Name: "batch-2", CPU: "2", Memory: "4Gi"},
 	{Name: "train-1", CPU: "1", Memory: "2Gi", Extra: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}},
-	// Pods following the TASPolicy demo-policy (telemetry agent).
-	{Name: "tas-1", CPU: "250m", Memory: "256Mi", Labels: map[string]string{"telemetry-policy": "demo-policy"}},
-	{Name: "tas-2", CPU: "250m", Memory: "256Mi", Labels: map[string]string{"telemetry-policy": "demo-policy"}},
+	// Pods following the TASPolicy demo-policy (telemetry agent), requesting telemetry/scheduling
+	// as TAS pods do.
+	{Name: "tas-1", CPU: "250m", Memory: "256Mi", Labels: map[string]string{"telemetry-policy": "demo-policy"}, Extra: tasResource},
+	{Name: "tas-2", CPU: "250m", Memory: "256Mi", Labels: map[string]string{"telemetry-policy": "demo-policy"}, Extra: tasResource},
 }
 
 // judgement is what every extender says about every node for one pod.
