@@ -226,3 +226,46 @@ func TestLoadPlacedSinceStatistics(t *testing.T) {
 		t.Errorf("stale statistics: rejected: %q", v[0].Reason)
 	}
 }
+
+// FilterAdaptive: the pod's request counts while some node that can hold it takes it; when none
+// does, the nodes are judged as they are, so a large pod is not kept out for ever.
+func TestAdaptiveFilter(t *testing.T) {
+	mid := bigNode("mid", ann{AnnotationMeanFreeCPU: "6000", AnnotationStdFreeCPU: "1200"})     // 62.5 % measured
+	quiet := bigNode("quiet", ann{AnnotationMeanFreeCPU: "12000", AnnotationStdFreeCPU: "400"}) // 25 %
+	hot := bigNode("hot", ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "800"})       // 95 %
+	large := makePod("4", "1Gi")
+	cfg := config(func(c *Config) { c.Filter = FilterAdaptive })
+	rejected := func(a *Agent, nodes ...*corev1.Node) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for i, v := range extendertest.Must(a.filterOverload(context.Background(), large, nodes)) {
+			if !v.Passes() {
+				out[nodes[i].Name] = v.Reason
+			}
+		}
+		return out
+	}
+	a := newAgent(t, cfg, nil)
+	// quiet takes the 4-cpu pod: mid is judged with it, and rejected as FilterPod rejects it.
+	want := map[string]string{
+		"mid": "cpu risk 0.44 > 0.30 (mu 0.88, sigma 0.07, threshold 0.90)",
+		"hot": "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.05, threshold 0.90)",
+	}
+	if diff := cmp.Diff(want, rejected(a, mid, quiet, hot)); diff != "" {
+		t.Errorf("with a node that takes the pod (-want +got):\n%s", diff)
+	}
+	// Without quiet no node takes it: mid is judged as it is and passes; hot, already at risk,
+	// is still rejected.
+	want = map[string]string{"hot": "cpu risk 0.86 > 0.30 (mu 0.95, sigma 0.05, threshold 0.90)"}
+	if diff := cmp.Diff(want, rejected(a, mid, hot)); diff != "" {
+		t.Errorf("without (-want +got):\n%s", diff)
+	}
+	// A node that would take the pod by its usage but has no room for its request (plugin mode
+	// judges every node before kube-scheduler's fit) does not count.
+	full := bigNode("full", ann{AnnotationMeanFreeCPU: "12000", AnnotationStdFreeCPU: "400"})
+	c := testCluster{nodes: []*corev1.Node{mid, full}, pods: []*corev1.Pod{boundPod("big", "14", "full", time.Unix(1, 0))}}
+	a = clusterAgent(t, cfg, c)
+	if got := rejected(a, mid, full); len(got) != 0 {
+		t.Errorf("with the quiet node full by requests: rejected %v, want none", got)
+	}
+}

@@ -93,6 +93,11 @@ const (
 	// original design). It rejects large pods on nodes that accept small ones: on a busy
 	// cluster small pods take every room that frees and large pods wait for ever.
 	FilterPod FilterMode = "pod"
+	// FilterAdaptive judges as FilterPod while some node that can hold the pod's request
+	// accepts it, and as FilterNode when none does: small pods keep off the nodes they would
+	// push over the threshold, and a large pod that fits nowhere within the acceptable risk
+	// goes to a node not already at risk instead of waiting for ever.
+	FilterAdaptive FilterMode = "adaptive"
 	// FilterOff passes every node: only the priorities act.
 	FilterOff FilterMode = "off"
 )
@@ -164,7 +169,7 @@ func (c Config) Validate() error {
 		settings.Range("forecastWeight", c.ForecastWeight, 0, 100),
 		maxStatsAgeInRange(c.MaxStatsAge),
 		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
-		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterOff),
+		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterAdaptive, FilterOff),
 		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
 	)
 }
@@ -561,6 +566,19 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 	if a.cfg.Filter != FilterOff {
 		a.placeSince(nodes, c)
 	}
+	a.judgeNodes(pod, nodes, c, out)
+	if a.cfg.Filter == FilterAdaptive && !a.anyTakes(nodes, c, out) {
+		// No node that can hold the pod's request takes it within the acceptable risk: judge
+		// the nodes as they are, so that a large pod is not kept out for ever.
+		c.d = demand{}
+		clear(out)
+		a.judgeNodes(pod, nodes, c, out)
+	}
+	return out, nil
+}
+
+// judgeNodes writes the filter's verdict on every node into out, with the call's demand.
+func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
 	judge := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
@@ -587,7 +605,24 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 	} else {
 		forChunks(len(nodes), judge)
 	}
-	return out, nil
+}
+
+// anyTakes reports whether a node passes whose requests leave room for the pod's (a node whose
+// requests are unknown counts as having room). In plugin mode the filter judges every node of
+// the snapshot, before kube-scheduler's fit: a node the pod cannot fit on must not hide that no
+// node it fits on takes it.
+func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict) bool {
+	for i, n := range nodes {
+		if !out[i].Passes() {
+			continue
+		}
+		in := a.inputs.Get(n, a.readNode)
+		req, ok := a.requests(n, &in)
+		if !ok || (req.cpu+c.d.cpu <= allocatable(n, &cpuResource) && req.memory+c.d.memory <= allocatable(n, &memoryResource)) {
+			return true
+		}
+	}
+	return false
 }
 
 // reason says why the failing resources fail, with their numbers, for example

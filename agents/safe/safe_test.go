@@ -277,7 +277,7 @@ func TestSettings(t *testing.T) {
 			args: []string{"--safe-utilization=70", "--safe-percentile=5", "--safe-forecast-weight=1", "--safe-print-table=true",
 				"--safe-max-stats-age=0", "--safe-stale=reject", "--safe-filter=off", "--safe-placed-share=0"},
 			want: Config{Utilization: 70, Percentile: 5, ForecastWeight: 1, PrintTable: true, Stale: StaleReject, Filter: FilterOff}},
-		{name: "bad filter", env: map[string]string{"SAFE_FILTER": "both"}, errs: []string{"SAFE_FILTER (or --safe-filter)", `"both" is not one of node, pod, off`}},
+		{name: "bad filter", env: map[string]string{"SAFE_FILTER": "both"}, errs: []string{"SAFE_FILTER (or --safe-filter)", `"both" is not one of node, pod, adaptive, off`}},
 		{name: "placed share out of range", args: []string{"--safe-placed-share=1001"}, errs: []string{"--safe-placed-share", "1001"}},
 		{name: "bad duration", env: map[string]string{"SAFE_MAX_STATS_AGE": "30"}, errs: []string{"SAFE_MAX_STATS_AGE", `"30" is not a duration`}},
 		{name: "negative age", env: map[string]string{"SAFE_MAX_STATS_AGE": "-5m"},

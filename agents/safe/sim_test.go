@@ -42,7 +42,7 @@ const (
 	simNodes    = 40
 	simNodeCPU  = 16000           // millicores
 	simNodeMem  = 64 << 30        // bytes
-	simStep     = 0.5             // minutes: the annotator's INTERVAL (30 s)
+	simStep     = 1.0             // minutes: the annotator's INTERVAL (1 m; it ships 30 s)
 	simMaxPods  = 110             // kubelet's default
 	simNZCPU    = 100             // kube-scheduler's DefaultMilliCPURequest
 	simNZMem    = 200 << 20       // kube-scheduler's DefaultMemoryRequest
@@ -87,6 +87,9 @@ func simConfigs() []simConfig {
 		{name: "node", safe: true, cfg: c(FilterNode, 0)},
 		{name: "node+placed", safe: true, cfg: c(FilterNode, 100)},
 		{name: "pod+placed", safe: true, cfg: c(FilterPod, 100)},
+		{name: "adaptive+placed", safe: true, cfg: c(FilterAdaptive, 100)},
+		{name: "adaptive+placed/1h", safe: true, cfg: c(FilterAdaptive, 100), window: h},
+		{name: "adaptive/1h", safe: true, cfg: c(FilterAdaptive, 0), window: h},
 		{name: "node+placed/1h", safe: true, cfg: c(FilterNode, 100), window: h},
 		{name: "pod+placed/1h", safe: true, cfg: c(FilterPod, 100), window: h},
 		{name: "off+placed/1h", safe: true, cfg: c(FilterOff, 100), window: h},
@@ -177,7 +180,8 @@ func (c simCluster) Pods() []*corev1.Pod {
 type sim struct {
 	cfg       simConfig
 	wl        string
-	rng       *rand.Rand // workload: identical for every config of a seed
+	rng       *rand.Rand // the pods and their arrivals: identical for every config of a seed
+	noise     *rand.Rand // usage noise and bursts after the start
 	tie       *rand.Rand // scheduler's tie breaks
 	nodes     []*simNode
 	now       float64 // minutes
@@ -196,7 +200,8 @@ func (s *sim) clock() time.Time {
 }
 
 func newSim(t testing.TB, cfg simConfig, wl string, seed uint64) *sim {
-	s := &sim{cfg: cfg, wl: wl, rng: rand.New(rand.NewPCG(seed, 1)), tie: rand.New(rand.NewPCG(seed, 2)), podsDirty: true}
+	s := &sim{cfg: cfg, wl: wl, rng: rand.New(rand.NewPCG(seed, 1)), noise: rand.New(rand.NewPCG(seed, 3)),
+		tie: rand.New(rand.NewPCG(seed, 2)), podsDirty: true}
 	s.kube = fake.NewSimpleClientset() // the plain tracker: NewClientset builds a REST mapper per patch
 	s.metrics = metricsfake.NewSimpleClientset()
 	ctx := context.Background()
@@ -219,6 +224,7 @@ func newSim(t testing.TB, cfg simConfig, wl string, seed uint64) *sim {
 			t.Fatal(err)
 		}
 		acfg.Source = annotator.SourceMetricsAPI
+		acfg.Interval = time.Duration(simStep * float64(time.Minute))
 		acfg.PatchQPS, acfg.PatchBurst = 10000, 100000
 		if cfg.window > 0 {
 			acfg.Window = cfg.window
@@ -268,25 +274,26 @@ func (s *sim) newPod(id int) *simPod {
 	p.ratio = 0.3 + 0.7*r.Float64()
 	switch s.wl {
 	case wlOver:
+		p.ratio = 0.2 + 0.6*r.Float64()
 		y := r.Float64()
 		switch {
 		case y < 0.15:
 			p.be, p.cpu, p.mem = true, 0, 0
-			p.ratio = 200 + 1300*r.Float64() // millicores
+			p.ratio = 100 + 500*r.Float64() // millicores
 		case y < 0.15+0.25:
 			p.ratio = 1.2 + 1.3*r.Float64()
 		}
 	case wlBurst:
-		p.ratio = 0.5 + 0.5*r.Float64()
+		p.ratio = 0.3 + 0.6*r.Float64()
 		p.burstX = 2 + r.Float64()
-		p.burstTo = 5 + 10*r.Float64() // a start-up burst, from the pod's start
+		p.burstTo = 2 + 6*r.Float64() // a start-up burst, from the pod's start
 	}
 	return p
 }
 
 // usage is a pod's cpu usage (millicores) at the sim's time, and its memory usage.
 func (s *sim) usage(p *simPod) (float64, float64) {
-	noise := 1 + 0.1*s.rng.NormFloat64()
+	noise := 1 + 0.1*s.noise.NormFloat64()
 	if noise < 0 {
 		noise = 0
 	}
@@ -298,8 +305,8 @@ func (s *sim) usage(p *simPod) (float64, float64) {
 		age := s.now - p.start
 		if age >= p.burstFrom && age < p.burstTo {
 			u = float64(p.cpu) * p.burstX * noise
-		} else if age >= p.burstTo && s.rng.Float64() < simStep/120 { // a burst every 2 h or so
-			p.burstFrom, p.burstTo, p.burstX = age, age+5+10*s.rng.Float64(), 2+s.rng.Float64()
+		} else if age >= p.burstTo && s.noise.Float64() < simStep/180 { // a burst every 3 h or so
+			p.burstFrom, p.burstTo, p.burstX = age, age+2+4*s.noise.Float64(), 2+s.noise.Float64()
 		}
 	}
 	return u, float64(p.mem) * p.memRatio
@@ -466,14 +473,7 @@ func sameMap(a, b map[string]string) bool {
 }
 
 func (s *sim) run(ctx context.Context, t testing.TB, measured float64) simResult {
-	window := 6 * 60.0
-	if s.cfg.window > 0 {
-		window = s.cfg.window.Minutes()
-	}
-	if !s.cfg.safe {
-		window = 6 * 60 // the defaults keep the same warm-up
-	}
-	warm := window + simWarmupX
+	warm := 6*60 + simWarmupX // the same measured period for every config: the 6 h window plus an hour
 	end := warm + measured
 	var pending []*simPod
 	var running []*simPod
@@ -560,7 +560,7 @@ func (s *sim) run(ctx context.Context, t testing.TB, measured float64) simResult
 				running = append(running, p)
 				if in {
 					res.placed++
-					waits = append(waits, s.now-p.arrive)
+					waits = append(waits, math.Max(0, s.now-p.arrive))
 				}
 				continue
 			}
