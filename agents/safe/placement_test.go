@@ -2,6 +2,7 @@ package safe
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,9 +143,21 @@ func TestFilterDoesNotStarveLargePods(t *testing.T) {
 		for _, cpu := range sizes {
 			v := extendertest.Must(a.filterOverload(context.Background(), makePod(cpu, "1Gi"), []*corev1.Node{n, hot}))
 			if !v[0].Passes() {
+				t.Errorf("%s-cpu pod rejected at 62.5 %% measured cpu, the best node there is: %q", cpu, v[0].Reason)
+			}
+			// A node already at risk rejects every pod, the smallest too (mu 15200/16000 as it is).
+			if !strings.HasPrefix(v[1].Reason, "cpu risk ") {
+				t.Errorf("%s-cpu pod on the hot node: reason %q", cpu, v[1].Reason)
+			}
+		}
+	})
+	t.Run("node", func(t *testing.T) {
+		a := newAgent(t, config(func(c *Config) { c.Filter = FilterNode }), nil)
+		for _, cpu := range sizes {
+			v := extendertest.Must(a.filterOverload(context.Background(), makePod(cpu, "1Gi"), []*corev1.Node{n, hot}))
+			if !v[0].Passes() {
 				t.Errorf("%s-cpu pod rejected at 62.5 %% measured cpu: %q", cpu, v[0].Reason)
 			}
-			// A node already at risk rejects every pod, the smallest too: mu 15200/16000.
 			if want := "cpu risk 0.86 > 0.30 (mu 0.95, sigma 0.05, threshold 0.90)"; v[1].Reason != want {
 				t.Errorf("%s-cpu pod on the hot node: reason %q, want %q", cpu, v[1].Reason, want)
 			}
@@ -197,12 +210,13 @@ func TestLoadPlacedSinceStatistics(t *testing.T) {
 	if !(o[0] < o[1]) || !(b[0] < b[1]) {
 		t.Errorf("the node that received pods since its statistics scores %d/%d, the quiet one %d/%d", o[0], b[0], o[1], b[1])
 	}
-	// One more pod of 2 cpu: mu 15000/16000 > T, rejected, with the placed load in the reason.
+	// One more pod of 2 cpu: 15000 of 16000 used, with the pod's 1000 (quiet takes the pod, so
+	// the adaptive filter counts it) mu 1 > T: rejected, with the placed load in the reason.
 	c.pods = append(c.pods, boundPod("after4", "2", "target", stamp.Add(4*time.Minute)))
 	a = clusterAgent(t, DefaultConfig(), c)
 	a.now = func() time.Time { return stamp.Add(5 * time.Minute) }
 	v = extendertest.Must(a.filterOverload(context.Background(), pod, c.nodes))
-	want := "cpu risk 0.92 > 0.30 (mu 0.94, sigma 0.03, threshold 0.90, 4 pods placed since the statistics add 7000m)"
+	want := "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.03, threshold 0.90, 4 pods placed since the statistics add 7000m)"
 	if v[0].Reason != want {
 		t.Errorf("reason %q, want %q", v[0].Reason, want)
 	}

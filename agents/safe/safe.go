@@ -127,9 +127,10 @@ type Config struct {
 	MaxStatsAge framework.Duration `json:"maxStatsAge" env:"SAFE_MAX_STATS_AGE" flag:"safe-max-stats-age" help:"safe agent: age of a node's statistics-timestamp annotation past which its usage statistics are stale (a duration: 30m, 1h; 0 turns the check off)"`
 	// Stale is what stale statistics do.
 	Stale StalePolicy `json:"stale" env:"SAFE_STALE" flag:"safe-stale" help:"safe agent: what stale usage statistics do: ignore (the node is judged as having none) or reject (the filter rejects the node)"`
-	// Filter is what the filter judges: the node as it is (node), the node with the pod's
-	// request added (pod), or nothing (off).
-	Filter FilterMode `json:"filter" env:"SAFE_FILTER" flag:"safe-filter" help:"safe agent: what the filter safe-overload judges: node (the node's risk as it is, whatever the pod's size), pod (the risk with the pod's request added; starves large pods on a busy cluster) or off"`
+	// Filter is what the filter judges: the node with the pod's request added while a node
+	// that can hold it takes it, else the node as it is (adaptive); the node as it is (node);
+	// the node with the pod's request added (pod); or nothing (off).
+	Filter FilterMode `json:"filter" env:"SAFE_FILTER" flag:"safe-filter" help:"safe agent: what the filter safe-overload judges: adaptive (the risk with the pod's request added while a node that can hold it takes it, else the node as it is), node (the node's risk as it is, whatever the pod's size), pod (the risk with the pod's request added; starves large pods on a busy cluster) or off"`
 	// PlacedShare is the share, in percent of their requests, of the usage estimated for the
 	// pods placed on a node since its statistics-timestamp, added to its measured usage
 	// (0..1000; 0 turns the estimate off). It needs cluster access (or plugin mode).
@@ -149,7 +150,7 @@ const (
 	MaxMaxStatsAge = framework.Duration(30 * 24 * time.Hour)
 	// DefaultFilter and DefaultPlacedShare: see README.md, "Design choices and their
 	// measurements".
-	DefaultFilter      = FilterNode
+	DefaultFilter      = FilterAdaptive
 	DefaultPlacedShare = 100
 	// MaxPlacedShare bounds PlacedShare.
 	MaxPlacedShare = 1000
