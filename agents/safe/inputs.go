@@ -19,6 +19,10 @@ type resourceInputs struct {
 type nodeInputs struct {
 	cpu, memory resourceInputs
 	stamp       stamp
+	// requested is the node annotator's requested-cpu and requested-memory, when both are
+	// readable (requestedKnown).
+	requested      demand
+	requestedKnown bool
 }
 
 // stamp is what the statistics-timestamp annotation says. Whether it is fresh depends on the

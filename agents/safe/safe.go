@@ -53,6 +53,11 @@ const (
 	// AnnotationStatisticsTimestamp is when the node annotator computed the statistics (RFC
 	// 3339); annotators of the original design write none.
 	AnnotationStatisticsTimestamp = "statistics-timestamp"
+	// AnnotationRequestedCPU and AnnotationRequestedMemory are the summed requests of the
+	// node's pods (millicores, bytes) that the node annotator writes: a node without statistics
+	// is judged from them when the agent has no cluster view.
+	AnnotationRequestedCPU    = "requested-cpu"
+	AnnotationRequestedMemory = "requested-memory"
 )
 
 // StalePolicy says what the agent does with a node whose usage statistics are stale.
@@ -70,6 +75,36 @@ const (
 // UnmarshalText reads a policy in any case; Config.Validate checks it.
 func (p *StalePolicy) UnmarshalText(text []byte) error {
 	*p = StalePolicy(strings.ToLower(strings.TrimSpace(string(text))))
+	return nil
+}
+
+// FilterMode says what the filter safe-overload judges.
+type FilterMode string
+
+// Filter modes.
+const (
+	// FilterNode judges the node as it is, without the pod: the filter rejects the nodes whose
+	// risk (measured usage plus the load placed since the statistics) already exceeds the
+	// acceptable risk, whatever the pod's size, as koordinator's LoadAware filter does. The pod's
+	// request counts in the priorities. A large pod is not kept off every node that a small one
+	// may still take (the starvation of FilterPod).
+	FilterNode FilterMode = "node"
+	// FilterPod judges the node with the pod's whole request added to its measured usage (the
+	// original design). It rejects large pods on nodes that accept small ones: on a busy
+	// cluster small pods take every room that frees and large pods wait for ever.
+	FilterPod FilterMode = "pod"
+	// FilterAdaptive judges as FilterPod while some node that can hold the pod's request
+	// accepts it, and as FilterNode when none does: small pods keep off the nodes they would
+	// push over the threshold, and a large pod that fits nowhere within the acceptable risk
+	// goes to a node not already at risk instead of waiting for ever.
+	FilterAdaptive FilterMode = "adaptive"
+	// FilterOff passes every node: only the priorities act.
+	FilterOff FilterMode = "off"
+)
+
+// UnmarshalText reads a mode in any case; Config.Validate checks it.
+func (m *FilterMode) UnmarshalText(text []byte) error {
+	*m = FilterMode(strings.ToLower(strings.TrimSpace(string(text))))
 	return nil
 }
 
@@ -92,6 +127,14 @@ type Config struct {
 	MaxStatsAge framework.Duration `json:"maxStatsAge" env:"SAFE_MAX_STATS_AGE" flag:"safe-max-stats-age" help:"safe agent: age of a node's statistics-timestamp annotation past which its usage statistics are stale (a duration: 30m, 1h; 0 turns the check off)"`
 	// Stale is what stale statistics do.
 	Stale StalePolicy `json:"stale" env:"SAFE_STALE" flag:"safe-stale" help:"safe agent: what stale usage statistics do: ignore (the node is judged as having none) or reject (the filter rejects the node)"`
+	// Filter is what the filter judges: the node with the pod's request added while a node
+	// that can hold it takes it, else the node as it is (adaptive); the node as it is (node);
+	// the node with the pod's request added (pod); or nothing (off).
+	Filter FilterMode `json:"filter" env:"SAFE_FILTER" flag:"safe-filter" help:"safe agent: what the filter safe-overload judges: adaptive (the risk with the pod's request added while a node that can hold it takes it, else the node as it is), node (the node's risk as it is, whatever the pod's size), pod (the risk with the pod's request added; starves large pods on a busy cluster) or off"`
+	// PlacedShare is the share, in percent of their requests, of the usage estimated for the
+	// pods placed on a node since its statistics-timestamp, added to its measured usage
+	// (0..1000; 0 turns the estimate off). It needs cluster access (or plugin mode).
+	PlacedShare int `json:"placedShare" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
 }
 
 // Defaults.
@@ -105,12 +148,18 @@ const (
 	DefaultMaxStatsAge = framework.Duration(time.Hour)
 	// MaxMaxStatsAge bounds MaxStatsAge.
 	MaxMaxStatsAge = framework.Duration(30 * 24 * time.Hour)
+	// DefaultFilter and DefaultPlacedShare: see README.md, "Design choices and their
+	// measurements".
+	DefaultFilter      = FilterAdaptive
+	DefaultPlacedShare = 100
+	// MaxPlacedShare bounds PlacedShare.
+	MaxPlacedShare = 1000
 )
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight,
-		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore}
+		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare}
 }
 
 // Validate reports every bad field, each as a settings.FieldError.
@@ -121,6 +170,8 @@ func (c Config) Validate() error {
 		settings.Range("forecastWeight", c.ForecastWeight, 0, 100),
 		maxStatsAgeInRange(c.MaxStatsAge),
 		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
+		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterAdaptive, FilterOff),
+		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
 	)
 }
 
@@ -151,6 +202,14 @@ type Agent struct {
 	staleNodes map[string]prometheus.Gauge
 	// inputs memoizes each node's parsed annotations and allocatable.
 	inputs framework.NodeMemo[nodeInputs]
+	// cluster is the cluster view (nil without cluster access): it gives the requests of a
+	// node without statistics and the pods placed since a node's statistics.
+	cluster framework.Cluster
+	// share is PlacedShare as a fraction.
+	share float64
+	// noRequests restores the design before issue 26 (a node without statistics scores 0):
+	// the simulation's "before" only.
+	noRequests bool
 }
 
 var _ framework.Agent = (*Agent)(nil)
@@ -170,6 +229,9 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		maxAge: time.Duration(cfg.MaxStatsAge),
 		reject: cfg.Stale == StaleReject,
 		now:    time.Now,
+
+		cluster: h.Cluster,
+		share:   float64(cfg.PlacedShare) / 100,
 	}
 	if h.Metrics != nil {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -227,22 +289,35 @@ var (
 type state uint8
 
 const (
-	// noStats: no parseable mean annotation; the resource is not judged.
+	// noStats: no parseable mean annotation and no known requests; the resource is not judged.
 	noStats state = iota
 	// noAllocatable: statistics but a zero or missing allocatable amount: risk 1.
 	noAllocatable
-	// measured: mu and sigma are known.
+	// measured: mu and sigma are known from the statistics.
 	measured
+	// requested: no statistics (or stale ones), but the requests of the node's pods are known
+	// (cluster view, or the annotator's requested-* annotation): mu is their sum with the pod's
+	// request over allocatable, sigma 0. The priorities judge the node as kube-scheduler would;
+	// the filter lets it through.
+	requested
 )
+
+// judged reports whether the priorities score the resource from mu and sigma.
+func (s state) judged() bool { return s == measured || s == requested }
 
 // measure is what the agent knows of one resource of a node for one pod.
 type measure struct {
 	res   *resourceKind
 	state state
-	// Inputs, in the resource's unit (kept for reasons and tables).
+	// Inputs, in the resource's unit (kept for reasons and tables). For requested, free is
+	// allocatable minus the requests and std is 0.
 	free, std, capacity, demand float64
 	forecast                    bool
-	// mu and sigma are valid when state is measured.
+	// placed is the usage estimated for the pods placed on the node since its statistics
+	// (PlacedShare of their requests), added to the measured usage; placedPods counts them.
+	placed     float64
+	placedPods int
+	// mu and sigma are valid when state is measured or requested.
 	mu, sigma float64
 	// risk, once riskKnown, is Risk(mu, sigma, T).
 	risk      float64
@@ -257,6 +332,12 @@ func podDemand(pod *corev1.Pod) demand {
 	return demand{cpu: float64(cpu), memory: float64(memory)}
 }
 
+// load is the usage estimated for the pods placed on one node since its statistics.
+type load struct {
+	cpu, memory float64
+	pods        int
+}
+
 // call is what one call of a function knows before looking at any node.
 type call struct {
 	d demand
@@ -264,6 +345,8 @@ type call struct {
 	now time.Time
 	// stale counts the nodes with stale statistics (chunks add to it concurrently).
 	stale atomic.Int64
+	// placed holds, by node name, the load placed since the node's statistics (nil: none).
+	placed map[string]load
 }
 
 func (a *Agent) newCall(pod *corev1.Pod) *call {
@@ -277,24 +360,117 @@ func (a *Agent) done(key string, c *call) {
 	}
 }
 
+// placeSince fills c.placed: for every node of nodes with statistics and a readable
+// statistics-timestamp, the pods on it (bound, or assumed in plugin mode) placed after that
+// timestamp, and PlacedShare of their requests. A pod's placement time is its PodScheduled
+// condition's lastTransitionTime (set by the API server when it binds the pod); a pod without
+// one (assumed, or just bound) counts as placed now. The statistics cannot hold the usage of
+// such pods: between two refreshes the node would look as idle as before, however many pods
+// it received (the hot spot of every load-aware scheduler).
+func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
+	if a.cluster == nil || a.share <= 0 {
+		return
+	}
+	stamps := make(map[string]time.Time, len(nodes))
+	for _, n := range nodes {
+		in := a.inputs.Get(n, a.readNode)
+		if (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+			stamps[n.Name] = in.stamp.at
+		}
+	}
+	if len(stamps) == 0 {
+		return
+	}
+	c.placed = map[string]load{}
+	for _, p := range a.cluster.Pods() {
+		at, ok := stamps[p.Spec.NodeName]
+		if !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if t, known := placedAt(p); known && !t.After(at) {
+			continue
+		}
+		cpu, memory := framework.CPUMemoryRequests(p)
+		l := c.placed[p.Spec.NodeName]
+		l.cpu += a.share * float64(cpu)
+		l.memory += a.share * float64(memory)
+		l.pods++
+		c.placed[p.Spec.NodeName] = l
+	}
+}
+
+// placedAt returns when pod was bound to its node: its PodScheduled condition's
+// lastTransitionTime; known is false without one.
+func placedAt(pod *corev1.Pod) (at time.Time, known bool) {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // measureNode reads the statistics of both resources of n and judges their freshness at the
-// call's time. Stale statistics count as none: both resources are then noStats. Freshness is
-// computed per call from the memoized timestamp (it depends on the time, not on the node).
+// call's time. Stale statistics count as none. A resource without statistics is judged from
+// the requests of the node's pods when they are known (state requested). Freshness is computed
+// per call from the memoized timestamp (it depends on the time, not on the node).
 func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f freshness) {
 	in := a.inputs.Get(n, a.readNode)
+	cpuIn, memoryIn := &in.cpu, &in.memory
 	if a.maxAge > 0 && (in.cpu.measured || in.memory.measured) {
 		if f = in.stamp.freshness(c.now, a.maxAge); f.stale {
 			c.stale.Add(1)
-			return measure{res: &cpuResource, demand: c.d.cpu}, measure{res: &memoryResource, demand: c.d.memory}, f
+			cpuIn, memoryIn = &resourceInputs{}, &resourceInputs{}
 		}
 	}
-	return measureFrom(&in.cpu, &cpuResource, c.d.cpu), measureFrom(&in.memory, &memoryResource, c.d.memory), f
+	l := c.placed[n.Name]
+	if f.stale {
+		l = load{}
+	}
+	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l.cpu, l.pods)
+	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l.memory, l.pods)
+	if (cpu.state == noStats || memory.state == noStats) && !a.noRequests {
+		if req, ok := a.requests(n, &in); ok {
+			if cpu.state == noStats {
+				cpu = fromRequests(&cpuResource, req.cpu, allocatable(n, &cpuResource), c.d.cpu)
+			}
+			if memory.state == noStats {
+				memory = fromRequests(&memoryResource, req.memory, allocatable(n, &memoryResource), c.d.memory)
+			}
+		}
+	}
+	return cpu, memory, f
+}
+
+// requests returns the summed requests of n's pods: from the cluster view when there is one,
+// else from the node annotator's requested-cpu and requested-memory annotations.
+func (a *Agent) requests(n *corev1.Node, in *nodeInputs) (demand, bool) {
+	if a.cluster != nil {
+		alloc := a.cluster.Allocated(n.Name)
+		return demand{cpu: float64(alloc[corev1.ResourceCPU]), memory: float64(alloc[corev1.ResourceMemory])}, true
+	}
+	return in.requested, in.requestedKnown
+}
+
+// fromRequests judges a resource without statistics from the requests of the node's pods:
+// mu = (requests + demand) / allocatable, sigma 0.
+func fromRequests(r *resourceKind, req, capacity, d float64) measure {
+	m := measure{res: r, demand: d, capacity: capacity, free: capacity - req}
+	if mu, sigma, ok := Utilization(m.free, 0, capacity, d); ok {
+		m.state, m.mu, m.sigma = requested, mu, sigma
+	}
+	return m
 }
 
 // readNode reads what the agent needs of a node, for both resources, before any pod's demand.
 func (a *Agent) readNode(n *corev1.Node) nodeInputs {
-	return nodeInputs{cpu: a.read(n, &cpuResource), memory: a.read(n, &memoryResource),
+	in := nodeInputs{cpu: a.read(n, &cpuResource), memory: a.read(n, &memoryResource),
 		stamp: readStamp(n.Annotations[AnnotationStatisticsTimestamp])}
+	cpu, okc := annotation(n.Annotations, AnnotationRequestedCPU)
+	memory, okm := annotation(n.Annotations, AnnotationRequestedMemory)
+	in.requested, in.requestedKnown = demand{cpu: cpu, memory: memory}, okc && okm
+	return in
 }
 
 func (a *Agent) read(n *corev1.Node, r *resourceKind) resourceInputs {
@@ -315,15 +491,17 @@ func (a *Agent) read(n *corev1.Node, r *resourceKind) resourceInputs {
 	return in
 }
 
-// measureFrom applies the pod's demand d to a node's inputs for r.
-func measureFrom(in *resourceInputs, r *resourceKind, d float64) measure {
+// measureFrom applies the pod's demand d and the load placed since the statistics to a node's
+// inputs for r: the placed load adds to the measured usage as the pod's request does.
+func measureFrom(in *resourceInputs, r *resourceKind, d, placed float64, placedPods int) measure {
 	m := measure{res: r, demand: d}
 	if !in.measured {
 		return m
 	}
 	m.free, m.std, m.capacity, m.forecast = in.free, in.std, in.capacity, in.forecast
+	m.placed, m.placedPods = placed, placedPods
 	var judged bool
-	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d); judged {
+	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d+placed); judged {
 		m.state = measured
 	} else {
 		m.state = noAllocatable
@@ -365,7 +543,7 @@ func (a *Agent) risk(m *measure) float64 {
 // acceptable reports whether the filter lets the resource through.
 func (a *Agent) acceptable(m *measure) bool {
 	switch m.state {
-	case noStats:
+	case noStats, requested:
 		return true
 	case noAllocatable:
 		return false
@@ -379,13 +557,37 @@ func (a *Agent) acceptable(m *measure) bool {
 func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	c := a.newCall(pod)
 	defer a.done("predicates/"+FilterOverload, c)
-	tbl := a.newTable(FilterOverload, pod, c.d)
 	out := make([]framework.Verdict, len(nodes))
+	if a.cfg.Filter == FilterOff && !a.reject {
+		return out, nil
+	}
+	if a.cfg.Filter == FilterNode {
+		c.d = demand{} // the node as it is
+	}
+	if a.cfg.Filter != FilterOff {
+		a.placeSince(nodes, c)
+	}
+	a.judgeNodes(pod, nodes, c, out)
+	if a.cfg.Filter == FilterAdaptive && !a.anyTakes(nodes, c, out) {
+		// No node that can hold the pod's request takes it within the acceptable risk: judge
+		// the nodes as they are, so that a large pod is not kept out for ever.
+		c.d = demand{}
+		clear(out)
+		a.judgeNodes(pod, nodes, c, out)
+	}
+	return out, nil
+}
+
+// judgeNodes writes the filter's verdict on every node into out, with the call's demand.
+func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out []framework.Verdict) {
+	tbl := a.newTable(FilterOverload, pod, c.d)
 	judge := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
 			cpu, memory, f := a.measureNode(n, c)
 			if f.stale && a.reject {
 				out[lo+i] = framework.RejectUnresolvable(a.staleReason(f))
+			} else if a.cfg.Filter == FilterOff {
+				// only stale statistics reject
 			} else if cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory); !cpuOK || !memoryOK {
 				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK))
 			}
@@ -404,7 +606,24 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 	} else {
 		forChunks(len(nodes), judge)
 	}
-	return out, nil
+}
+
+// anyTakes reports whether a node passes whose requests leave room for the pod's (a node whose
+// requests are unknown counts as having room). In plugin mode the filter judges every node of
+// the snapshot, before kube-scheduler's fit: a node the pod cannot fit on must not hide that no
+// node it fits on takes it.
+func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict) bool {
+	for i, n := range nodes {
+		if !out[i].Passes() {
+			continue
+		}
+		in := a.inputs.Get(n, a.readNode)
+		req, ok := a.requests(n, &in)
+		if !ok || (req.cpu+c.d.cpu <= allocatable(n, &cpuResource) && req.memory+c.d.memory <= allocatable(n, &memoryResource)) {
+			return true
+		}
+	}
+	return false
 }
 
 // reason says why the failing resources fail, with their numbers, for example
@@ -433,7 +652,20 @@ func (a *Agent) appendReason(b []byte, m *measure) []byte {
 	b = strconv.AppendFloat(append(b, " (mu "...), m.mu, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", sigma "...), m.sigma, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", threshold "...), a.t, 'f', 2, 64)
+	if m.placedPods > 0 {
+		b = strconv.AppendInt(append(b, ", "...), int64(m.placedPods), 10)
+		b = append(b, " pods placed since the statistics add "...)
+		b = appendAmount(b, m.res, m.placed)
+	}
 	return append(b, ')')
+}
+
+// appendAmount appends v, an amount of r: cpu as "1500m", memory as "512Mi".
+func appendAmount(b []byte, r *resourceKind, v float64) []byte {
+	if r.kind == corev1.ResourceCPU {
+		return append(strconv.AppendFloat(b, v, 'f', 0, 64), 'm')
+	}
+	return append(strconv.AppendFloat(b, v/(1<<20), 'f', 0, 64), "Mi"...)
 }
 
 // appendPair appends "x > y" with two decimals, or more when two would print them equal.
@@ -496,16 +728,17 @@ func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1
 func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer) []int64 {
 	c := a.newCall(pod)
 	defer a.done("priorities/"+name, c)
+	a.placeSince(nodes, c)
 	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
 	scoreRange := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
 			cpu, memory, _ := a.measureNode(n, c)
 			var cs, ms int64
-			if cpu.state == measured {
+			if cpu.state.judged() {
 				cs = of(a, cpu)
 			}
-			if memory.state == measured {
+			if memory.state.judged() {
 				ms = of(a, memory)
 			}
 			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)

@@ -164,6 +164,9 @@ func TestFilterOverload(t *testing.T) {
 			if tc.cfg == (Config{}) {
 				tc.cfg = DefaultConfig()
 			}
+			// These cases check the arithmetic with the pod's request added (FilterPod);
+			// TestFilterModes compares the modes.
+			tc.cfg.Filter = FilterPod
 			if tc.pod == nil {
 				tc.pod = pod
 			}
@@ -264,15 +267,18 @@ func TestSettings(t *testing.T) {
 		errs []string
 	}{
 		{name: "defaults", want: Config{Utilization: 90, Percentile: 30, ForecastWeight: 20,
-			MaxStatsAge: framework.Duration(time.Hour), Stale: StaleIgnore}},
+			MaxStatsAge: framework.Duration(time.Hour), Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare}},
 		{name: "variables", env: map[string]string{"SAFEUTILIZATION": "80", "SAFEPERCENTILE": "0",
-			"SAFEFORECASTWEIGHT": "100", "SAFEPRINTTABLE": "true", "SAFE_MAX_STATS_AGE": "1h30m", "SAFE_STALE": "Reject"},
+			"SAFEFORECASTWEIGHT": "100", "SAFEPRINTTABLE": "true", "SAFE_MAX_STATS_AGE": "1h30m", "SAFE_STALE": "Reject",
+			"SAFE_FILTER": "Pod", "SAFE_PLACED_SHARE": "50"},
 			want: Config{Utilization: 80, Percentile: 0, ForecastWeight: 100, PrintTable: true,
-				MaxStatsAge: framework.Duration(90 * time.Minute), Stale: StaleReject}},
-		{name: "flags win", env: map[string]string{"SAFEUTILIZATION": "80", "SAFE_MAX_STATS_AGE": "1h"},
+				MaxStatsAge: framework.Duration(90 * time.Minute), Stale: StaleReject, Filter: FilterPod, PlacedShare: 50}},
+		{name: "flags win", env: map[string]string{"SAFEUTILIZATION": "80", "SAFE_MAX_STATS_AGE": "1h", "SAFE_FILTER": "pod"},
 			args: []string{"--safe-utilization=70", "--safe-percentile=5", "--safe-forecast-weight=1", "--safe-print-table=true",
-				"--safe-max-stats-age=0", "--safe-stale=reject"},
-			want: Config{Utilization: 70, Percentile: 5, ForecastWeight: 1, PrintTable: true, Stale: StaleReject}},
+				"--safe-max-stats-age=0", "--safe-stale=reject", "--safe-filter=off", "--safe-placed-share=0"},
+			want: Config{Utilization: 70, Percentile: 5, ForecastWeight: 1, PrintTable: true, Stale: StaleReject, Filter: FilterOff}},
+		{name: "bad filter", env: map[string]string{"SAFE_FILTER": "both"}, errs: []string{"SAFE_FILTER (or --safe-filter)", `"both" is not one of node, pod, adaptive, off`}},
+		{name: "placed share out of range", args: []string{"--safe-placed-share=1001"}, errs: []string{"--safe-placed-share", "1001"}},
 		{name: "bad duration", env: map[string]string{"SAFE_MAX_STATS_AGE": "30"}, errs: []string{"SAFE_MAX_STATS_AGE", `"30" is not a duration`}},
 		{name: "negative age", env: map[string]string{"SAFE_MAX_STATS_AGE": "-5m"},
 			errs: []string{"SAFE_MAX_STATS_AGE (or --safe-max-stats-age): -5m is out of range [0s, 720h]"}},
@@ -414,10 +420,11 @@ func TestRealisticNodesNeverNaN(t *testing.T) {
 }
 
 // TestChunksMatchSingleNodeCalls: a large call, split across goroutines, answers for every node
-// what a call with that node alone answers.
+// what a call with that node alone answers. (Not with SAFE_FILTER=adaptive, whose verdicts depend
+// on whether any node of the call takes the pod: TestAdaptiveFilter.)
 func TestChunksMatchSingleNodeCalls(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	a := newAgent(t, DefaultConfig(), nil)
+	a := newAgent(t, config(func(c *Config) { c.Filter = FilterPod }), nil)
 	nodes := benchNodes(3000)
 	pod := makePod("500m", "1Gi")
 	ctx := context.Background()

@@ -26,7 +26,7 @@ func TestRequestForms(t *testing.T) {
 			AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}).Obj(),
 	}
 	nodes = append(nodes, benchNodes(40)...)
-	a := newAgent(t, DefaultConfig(), nil)
+	a := newAgent(t, config(func(c *Config) { c.Filter = FilterPod }), nil)
 	h := extendertest.NewHandler(t, extendertest.LookupOf(nodes), a)
 	pod := makePod("400m", "800")
 	full, names := extendertest.Args(pod, nodes, false), extendertest.Args(pod, nodes, true)

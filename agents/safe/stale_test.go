@@ -54,7 +54,7 @@ func staleAgent(t *testing.T, maxAge time.Duration, policy StalePolicy, metrics 
 	t.Helper()
 	h := framework.NewHandle(nil)
 	h.Metrics = metrics
-	a, err := New(config(func(c *Config) { c.MaxStatsAge, c.Stale = framework.Duration(maxAge), policy }), h)
+	a, err := New(config(func(c *Config) { c.MaxStatsAge, c.Stale, c.Filter = framework.Duration(maxAge), policy, FilterPod }), h)
 	if err != nil {
 		t.Fatal(err)
 	}

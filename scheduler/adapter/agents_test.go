@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/agents"
@@ -189,7 +190,7 @@ func firstValue(m map[string]string) string {
 }
 
 // TestSignatures: a plugin signs pods for kube-scheduler's opportunistic batching once it has
-// answered, unless its agent reads the cluster (pigeon-holing): pods that differ only by name
+// answered, unless its agent reads the cluster (pigeon-holing, safe): pods that differ only by name
 // share a signature, pods an agent could tell apart do not.
 func TestSignatures(t *testing.T) {
 	nodes, pods := agentCluster()
@@ -198,9 +199,12 @@ func TestSignatures(t *testing.T) {
 		plugins []string
 		signs   bool
 	}{
-		{[]string{"safe-overload", "congestion"}, true},
+		{[]string{"congestion"}, true},
 		{[]string{"template-label", "template-score"}, true},
 		{[]string{"safe-overload", "pigeon-holing"}, false},
+		// safe reads the cluster: the load placed since a node's statistics, the requests of
+		// a node without statistics.
+		{[]string{"safe-overload", "congestion"}, false},
 	} {
 		t.Run(strings.Join(tc.plugins, "+"), func(t *testing.T) {
 			yaml := "multiPoint:\n  enabled:\n"
@@ -217,7 +221,7 @@ func TestSignatures(t *testing.T) {
 			a, b, c := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")), fw.SignPod(t.Context(), pod("c", "2"))
 			if !tc.signs {
 				if a != nil {
-					t.Fatalf("signed although pigeon-holing reads the cluster: %s", a)
+					t.Fatalf("signed although %v reads the cluster: %s", tc.plugins, a)
 				}
 				return
 			}
@@ -225,5 +229,49 @@ func TestSignatures(t *testing.T) {
 				t.Fatalf("signatures a %s, b %s, c %s: want a = b (only the names differ), c different (another request)", a, b, c)
 			}
 		})
+	}
+}
+
+// TestSafeJudgesFromTheSnapshot: in plugin mode safe reads the scheduler's snapshot (issue 26).
+// A node without statistics is scored from the requests of its pods, so an empty new node beats
+// a node at 75 % measured cpu (before, it scored 0 in both priorities); and a pod assumed on a
+// node after its statistics-timestamp adds its request to the node's measured usage.
+func TestSafeJudgesFromTheSnapshot(t *testing.T) {
+	stamp := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+	busy := fixtures.Node(0, map[string]string{"mean-free-cpu": "4000", "std-free-cpu": "800", "statistics-timestamp": stamp})
+	empty := fixtures.Node(1, nil)
+	idle := fixtures.Node(2, map[string]string{"mean-free-cpu": "12000", "std-free-cpu": "400", "statistics-timestamp": stamp})
+	target := fixtures.Node(3, map[string]string{"mean-free-cpu": "12000", "std-free-cpu": "400", "statistics-timestamp": stamp})
+	nodes := []*corev1.Node{&busy, &empty, &idle, &target}
+	for i, n := range nodes {
+		n.ResourceVersion = fmt.Sprint(10 + i)
+	}
+	// 10 cpu placed on target since its statistics (no PodScheduled condition: assumed).
+	placed := fixtures.Pod("placed", "10", "1Gi")
+	placed.Spec.NodeName = target.Name
+	// 8 cpu bound on busy before its statistics: in them already.
+	old := fixtures.Pod("old", "8", "1Gi")
+	old.Spec.NodeName = busy.Name
+	old.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+		LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}
+	pods := []*corev1.Pod{placed, old}
+	pod := fixtures.Pod("p", "1", "1Gi")
+	a := newAdapter(t, agents.All...)
+	fw, snap := mustFramework(t, a, profileYAML("multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: safe-balance\n", ""), nodes, pods)
+	state := schedframework.NewCycleState()
+	rejected, feasible := filterAll(t, fw, snap, state, pod)
+	// target, as it is: (4000 + 10000)/16000 = 0.875 of cpu used; whether the filter rejects it
+	// or not, it must not look as idle as idle.
+	if len(rejected) > 1 {
+		t.Fatalf("rejected %v", rejected)
+	}
+	got := scoreAll(t, fw, state, pod, feasible)
+	o, b := got["safe-overload"], got["safe-balance"]
+	t.Logf("safe-overload %v, safe-balance %v", o, b)
+	if o[empty.Name] <= o[busy.Name] || b[empty.Name] <= b[busy.Name] {
+		t.Errorf("the empty node without statistics does not beat the busy one: safe-overload %v, safe-balance %v", o, b)
+	}
+	if _, ok := rejected[target.Name]; !ok && !(o[target.Name] < o[idle.Name] && b[target.Name] < b[idle.Name]) {
+		t.Errorf("the pod assumed on %s since its statistics does not count: safe-overload %v, safe-balance %v", target.Name, o, b)
 	}
 }
