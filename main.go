@@ -191,6 +191,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	// The agents' metrics go to the server's registry, served at /metrics.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if tlsServer != nil {
+		reg.MustRegister(tlsServer.Collector()) // the serving certificate's expiry, for the alert
+	}
 	var agents []framework.Agent
 	for _, r := range registrations {
 		if !slices.Contains(selected, r.Name) {

@@ -12,6 +12,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	nodes    *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -29,8 +30,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to serve an extender request, from its headers to the end of the answer.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"agent", "function", "verb"}),
+		nodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "extender_request_nodes",
+			Help: "Nodes in the latest request answered with 200 (the denominator of an agent's per-call node gauges, such as safe_stale_nodes).",
+		}, []string{"agent", "function", "verb"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency} {
+	for _, c := range []prometheus.Collector{m.requests, m.errors, m.latency, m.nodes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -46,6 +51,7 @@ type routeMetrics struct {
 	ok                    prometheus.Counter
 	errors                prometheus.Counter
 	latency               prometheus.Observer
+	nodes                 prometheus.Gauge
 }
 
 func (m *metrics) forRoute(agent, function, verb string) *routeMetrics {
@@ -54,12 +60,14 @@ func (m *metrics) forRoute(agent, function, verb string) *routeMetrics {
 		ok:      m.requests.WithLabelValues(agent, function, verb, "200"),
 		errors:  m.errors.WithLabelValues(agent, function, verb),
 		latency: m.latency.WithLabelValues(agent, function, verb),
+		nodes:   m.nodes.WithLabelValues(agent, function, verb),
 	}
 }
 
-func (r *routeMetrics) observe(status int, resultError bool, elapsed time.Duration) {
+func (r *routeMetrics) observe(status int, resultError bool, nodes int, elapsed time.Duration) {
 	if status == 200 {
 		r.ok.Inc()
+		r.nodes.Set(float64(nodes))
 	} else {
 		r.m.requests.WithLabelValues(r.agent, r.function, r.verb, strconv.Itoa(status)).Inc()
 	}

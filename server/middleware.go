@@ -67,7 +67,7 @@ func (s *srv) instrument(agent, function, verb string, next http.Handler) http.H
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		obs.observe(rec.status, rec.err != "", elapsed)
+		obs.observe(rec.status, rec.err != "", rec.nodes, elapsed)
 		if d := rec.decision; d != nil {
 			d.time, d.pod, d.agent, d.function, d.verb = start, rec.pod, agent, function, verb
 			s.decisions.add(*d)

@@ -506,6 +506,7 @@ func TestInfoRoutes(t *testing.T) {
 		`extender_requests_total{agent="test",code="500",function="panic",verb="prioritize"} 1`,
 		`extender_request_errors_total{agent="test",function="panic",verb="prioritize"} 1`,
 		`extender_request_duration_seconds_count{agent="test",function="label",verb="filter"} 1`,
+		fmt.Sprintf(`extender_request_nodes{agent="test",function="label",verb="filter"} %d`, len(sampleNodes())),
 	} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)
