@@ -132,6 +132,9 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 			return
 		}
 		res, pass := filterResult(c, verdicts, index)
+		if r, ok := w.(*recorder); ok {
+			r.verdicts = verdictCounts{passed: len(pass), failed: len(res.FailedNodes), unresolvable: len(res.FailedAndUnresolvableNodes)}
+		}
 		s.keepDecision(w, decision{names: c.names, index: index, verdicts: verdicts})
 		var kept []jsoniter.RawMessage
 		if c.raw != nil {
