@@ -27,7 +27,9 @@ type decision struct {
 	index    []int
 	verdicts []framework.Verdict
 	scores   []int64
-	err      string
+	// inputs[k] is what the agent saw of the k-th node (framework.Explainer); nil without.
+	inputs []framework.Inputs
+	err    string
 }
 
 // decisionLog is a bounded ring of the last decisions.
@@ -86,6 +88,8 @@ type nodeDecision struct {
 	Verdict string `json:"verdict,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Score   *int64 `json:"score,omitempty"`
+	// Inputs are what the agent saw of the node, when it explains its decisions.
+	Inputs framework.Inputs `json:"inputs,omitempty"`
 }
 
 type decisionJSON struct {
@@ -118,6 +122,9 @@ func (d *decision) render() decisionJSON {
 		i := position(d.index, k)
 		known[i] = true
 		nd := &out.Nodes[i]
+		if d.inputs != nil {
+			nd.Inputs = d.inputs[k]
+		}
 		if d.verdicts != nil {
 			v := d.verdicts[k]
 			switch {

@@ -93,7 +93,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 				return nil, err
 			}
 			path := "/scheduler/predicates/" + f.Name
-			r.Handle(path, s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))).Methods(http.MethodPost)
+			r.Handle(path, s.verb(a.Name(), f.Name, "filter", s.filter(f.Func, explainerOf(a, f.Name, "filter")))).Methods(http.MethodPost)
 			routes[a.Name()] = append(routes[a.Name()], path)
 		}
 		for _, p := range a.Prioritizers() {
@@ -101,7 +101,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 				return nil, err
 			}
 			path := "/scheduler/priorities/" + p.Name
-			r.Handle(path, s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))).Methods(http.MethodPost)
+			r.Handle(path, s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func, explainerOf(a, p.Name, "prioritize")))).Methods(http.MethodPost)
 			routes[a.Name()] = append(routes[a.Name()], path)
 		}
 	}
