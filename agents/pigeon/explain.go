@@ -49,7 +49,7 @@ func (a *Agent) Explain(_ context.Context, _, _ string, pod *corev1.Pod, nodes [
 		u0, u1 := utilization(m, &node.capacity, &node.use), utilization(m, &node.capacity, &placed)
 		out[i] = framework.Inputs{
 			"objective": string(a.cfg.Objective), "objectiveBefore": before, "objectiveAfter": after[i], "fits": fit[i],
-			"primeResource": a.res.names[prime], "utilizationBefore": u0[prime], "utilizationAfter": u1[prime],
+			"primeResource": string(a.res.names[prime]), "utilizationBefore": u0[prime], "utilizationAfter": u1[prime],
 		}
 	}
 	return out
