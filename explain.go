@@ -59,6 +59,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	caFile := fs.String("ca-file", "", "PEM CA bundle to verify an https extender with (default: the system roots)")
 	certFile := fs.String("cert-file", "", "PEM client certificate to present (mutual TLS: /debug/decisions is served to a verified client)")
 	keyFile := fs.String("key-file", "", "PEM key of --cert-file")
+	insecure := fs.Bool("insecure-skip-verify", false, "do not verify an https server's certificate (e.g. a kube-scheduler's self-signed one)")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each extender")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: extender explain [flags] [NAMESPACE/]POD\n\n"+
@@ -96,6 +97,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "extender explain: %v\n", err)
 			return 2
 		}
+		c.InsecureSkipVerify = *insecure
 		transport.TLSClientConfig = c
 	}
 	client := &http.Client{Transport: transport, Timeout: *timeout}

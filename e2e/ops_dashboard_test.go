@@ -126,10 +126,11 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 	return out
 }
 
-// TestDashboardPanelsHaveData: every query of the dashboard returns at least one series from
-// Prometheus scraping a real extender (all agents as sidecars, plus a reward extender) and the
-// plugin scheduler while both place pods.
-func TestDashboardPanelsHaveData(t *testing.T) {
+// TestDashboardPanelsHaveDataAndExplain: every query of the dashboard returns at least one
+// series from Prometheus scraping a real extender (all agents as sidecars, plus a reward
+// extender) and the plugin scheduler while both place pods; then extender explain shows a pod's
+// last cycle with every agent's inputs, and says plugin mode keeps no decisions.
+func TestDashboardPanelsHaveDataAndExplain(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion", "pigeon", "template", "telemetry", "reward")
 	queries := dashboardQueries(t)
@@ -224,7 +225,34 @@ func TestDashboardPanelsHaveData(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	if len(empty) > 0 {
-		t.Fatalf("%d of %d dashboard queries return no series:\n%s", len(empty), len(queries), strings.Join(empty, "\n"))
+		t.Errorf("%d of %d dashboard queries return no series:\n%s", len(empty), len(queries), strings.Join(empty, "\n"))
+	} else {
+		t.Logf("all %d queries of the dashboard return data", len(queries))
 	}
-	t.Logf("all %d queries of the dashboard return data", len(queries))
+
+	// extender explain, as an operator runs it against the sidecars (one URL per agent), with
+	// the configuration's weights: a pod under the telemetry policy, every agent's inputs.
+	var urls []string
+	for _, e := range ext.Extenders {
+		urls = append(urls, e.BaseURL)
+	}
+	out, err := exec.CommandContext(t.Context(), reward.Binary, "explain", "--url", strings.Join(urls, ","),
+		"--weights", "safe-overload=2,pigeon-holing=2", "default/ext-1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("extender explain: %v\n%s", err, out)
+	}
+	t.Logf("extender explain default/ext-1:\n%s", out)
+	bound := c.PodNode(t, "default", "ext-1")
+	mustContain(t, "extender explain's table", string(out), "Pod default/ext-1", "safe-overload (filter)", "safe-overload (w2)",
+		"pigeon-holing (w2)", "congestion (w1)", "telemetry-policy (filter)", "Σ w·score", bound,
+		// what each agent saw
+		"acceptableRisk=0.3", "mu=", "sigma=", "factor=", "objectiveAfter=", "objectiveBefore=", "policy=default/demo-policy", "node_cpu={age=")
+	// Plugin mode keeps no decisions: the command says so, naming plugin mode.
+	out, err = exec.CommandContext(t.Context(), reward.Binary, "explain", "--insecure-skip-verify",
+		"--url", fmt.Sprintf("https://127.0.0.1:%d", plugins.Scheduler.Port), "default/plug-1").CombinedOutput()
+	if err == nil {
+		t.Fatalf("extender explain against the plugin scheduler succeeded:\n%s", out)
+	}
+	mustContain(t, "explain against the plugin scheduler", string(out), "plugin mode, kube-safe-scheduler, keeps none")
+	t.Logf("extender explain against the plugin scheduler: %s", out)
 }

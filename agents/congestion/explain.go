@@ -2,6 +2,7 @@ package congestion
 
 import (
 	"context"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,7 +17,7 @@ func (a *Agent) Explain(_ context.Context, _, _ string, _ *corev1.Pod, nodes []*
 	out := make([]framework.Inputs, len(nodes))
 	for i, n := range nodes {
 		out[i] = framework.Inputs{"factor": Factor(n.Annotations), "factorMax": a.m}
-		if raw, ok := n.Annotations[Annotation]; ok && Factor(n.Annotations) == 0 {
+		if raw, ok := n.Annotations[Annotation]; ok && Factor(n.Annotations) == 0 && strings.TrimSpace(raw) != "0" {
 			out[i]["annotation"] = raw
 		}
 	}
