@@ -32,22 +32,36 @@ type decision struct {
 	err    string
 }
 
+// inputsKept bounds the agents' inputs (framework.Explainer) the decisions keep, in nodes: a
+// node's inputs are a few small maps (about 0.5 to 1 KiB), so at most some 50 MiB. The newest
+// decisions keep theirs; older ones lose them first.
+const inputsKept = 50_000
+
 // decisionLog is a bounded ring of the last decisions.
 type decisionLog struct {
 	mu   sync.Mutex
 	ring []decision
 	next int
 	full bool
+	// inputNodes counts the nodes whose inputs the ring holds.
+	inputNodes int
 }
 
 func newDecisionLog(n int) *decisionLog { return &decisionLog{ring: make([]decision, n)} }
 
 func (l *decisionLog) add(d decision) {
 	l.mu.Lock()
+	l.inputNodes += len(d.inputs) - len(l.ring[l.next].inputs)
 	l.ring[l.next] = d
 	l.next++
 	if l.next == len(l.ring) {
 		l.next, l.full = 0, true
+	}
+	// Over the bound: drop the inputs of the oldest decisions holding some.
+	for i := 0; l.inputNodes > inputsKept && i < len(l.ring); i++ {
+		old := &l.ring[(l.next+i)%len(l.ring)]
+		l.inputNodes -= len(old.inputs)
+		old.inputs = nil
 	}
 	l.mu.Unlock()
 }
