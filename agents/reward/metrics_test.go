@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
 // gathered returns the value of each gauge and counter of reg, by name.
@@ -28,7 +31,13 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // and keeps the last sync time; a good one moves it; the writer gauge is 1 only for a leader
 // that merged the stored table.
 func TestStoreMetrics(t *testing.T) {
-	a, _, c := newAgent(t, map[string]string{"REWARD_NAMESPACE": "ns", "REWARD_FLUSH_INTERVAL": "30s"}, fake.NewClientset())
+	// A store of its own, not started: no leader election runs beside the test.
+	cfg, err := settingstest.Bind(DefaultConfig(), map[string]string{"REWARD_NAMESPACE": "ns", "REWARD_FLUSH_INTERVAL": "30s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{store: newStore(cfg, fake.NewClientset(), logrus.NewEntry(logrus.New()), newTable(model{}, 0))}
+	c := &clock{t: t0}
 	reg := prometheus.NewRegistry()
 	if err := a.registerMetrics(reg); err != nil {
 		t.Fatal(err)
