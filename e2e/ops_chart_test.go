@@ -60,7 +60,9 @@ func helm(t *testing.T) string {
 	return helmBin
 }
 
-func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "charts", "kube-safe-scheduler") }
+func chartDir(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "charts", "kube-safe-scheduler")
+}
 
 // runHelm runs helm with args (HOME and Helm's directories in a temporary directory).
 func runHelm(t *testing.T, args ...string) ([]byte, error) {
