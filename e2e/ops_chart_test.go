@@ -82,7 +82,7 @@ func runHelm(t *testing.T, args ...string) ([]byte, error) {
 // render is helm template of the chart in kube-system with the --set values given.
 func render(t *testing.T, sets ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", "kss", chartDir(t), "--namespace", "kube-system"}
+	args := []string{"template", "kss", chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
