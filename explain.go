@@ -112,7 +112,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cycle := lastCycle(all)
 	if len(cycle) == 0 {
-		fmt.Fprintf(stderr, "extender explain: no decision about %s is kept at %s (decisions are kept for the last DECISIONS requests)\n",
+		fmt.Fprintf(stderr, "extender explain: no decision about %s is kept at %s (an extender keeps the decisions of its last DECISIONS_KEPT requests)\n",
 			pod, strings.Join(urls, ", "))
 		return 1
 	}
@@ -172,7 +172,7 @@ func fetchDecisions(ctx context.Context, client *http.Client, base, pod string) 
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%s answers %s for /debug/decisions: it is not an extender keeping decisions "+
 			"(plugin mode, kube-safe-scheduler, keeps none: read the pod's events, kubectl describe pod %s, "+
-			"and the scheduler's log at --v=4; or decisions are off, DECISIONS=0)", base, resp.Status, pod)
+			"and the scheduler's log at --v=4; or decisions are off, DECISIONS_KEPT=0)", base, resp.Status, pod)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("%s/debug/decisions: %s %s", base, resp.Status, strings.TrimSpace(string(body)))
 	}
