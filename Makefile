@@ -8,7 +8,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
+.PHONY: chart all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -69,6 +69,10 @@ images:
 	for a in $(AGENTS) all; do docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.$$a -t kube-sched-ext-$$a:$(VERSION) -t kube-sched-ext-$$a:latest . || exit 1; done
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) -t kube-node-annotator:latest .
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.scheduler -t kube-safe-scheduler:$(VERSION) -t kube-safe-scheduler:latest .
+
+## chart: regenerates the chart's agent table and values schema from the agents' code
+chart:
+	UPDATE_CHART=1 $(GO) test -count=1 -run '^TestChartMatchesCode$$' ./charts
 
 ## run: the product on its embedded default: a local control plane, sample nodes and pods, every agent
 run:

@@ -118,6 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			"Each flag may also be set by the environment variable named in its help; a flag wins over its variable.\n\n"+
 			"Other commands (each with -h):\n"+
 			"  extender probe URL                      exec probe: exit 0 when URL answers 200\n"+
+			"  extender explain [NAMESPACE/]POD        the pod's last scheduling cycle: verdicts, scores, what the agents saw\n"+
 			"  extender config --agents safe,...       print a KubeSchedulerConfiguration calling the agents\n"+
 			"  extender convert-policy FILE            convert a legacy Policy to KubeSchedulerConfiguration v1\n\nFlags:\n",
 			strings.Join(names, ", "))
@@ -191,6 +192,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	// The agents' metrics go to the server's registry, served at /metrics.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if tlsServer != nil {
+		reg.MustRegister(tlsServer.Collector()) // the serving certificate's expiry, for the alert
+	}
 	var agents []framework.Agent
 	for _, r := range registrations {
 		if !slices.Contains(selected, r.Name) {
@@ -308,6 +312,7 @@ func selectAgents(list string, compiled []string) ([]string, error) {
 // subcommands are the extender's other commands: extender <name> [flags] [arguments].
 var subcommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
 	"probe":          probe,
+	"explain":        explain,
 	"config":         generateConfig,
 	"convert-policy": convertPolicy,
 }

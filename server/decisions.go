@@ -27,8 +27,15 @@ type decision struct {
 	index    []int
 	verdicts []framework.Verdict
 	scores   []int64
-	err      string
+	// inputs[k] is what the agent saw of the k-th node (framework.Explainer); nil without.
+	inputs []framework.Inputs
+	err    string
 }
+
+// inputsKept bounds the agents' inputs (framework.Explainer) the decisions keep, in nodes: a
+// node's inputs are a few small maps (about 0.5 to 1 KiB), so at most some 50 MiB. The newest
+// decisions keep theirs; older ones lose them first.
+const inputsKept = 50_000
 
 // decisionLog is a bounded ring of the last decisions.
 type decisionLog struct {
@@ -36,16 +43,25 @@ type decisionLog struct {
 	ring []decision
 	next int
 	full bool
+	// inputNodes counts the nodes whose inputs the ring holds.
+	inputNodes int
 }
 
 func newDecisionLog(n int) *decisionLog { return &decisionLog{ring: make([]decision, n)} }
 
 func (l *decisionLog) add(d decision) {
 	l.mu.Lock()
+	l.inputNodes += len(d.inputs) - len(l.ring[l.next].inputs)
 	l.ring[l.next] = d
 	l.next++
 	if l.next == len(l.ring) {
 		l.next, l.full = 0, true
+	}
+	// Over the bound: drop the inputs of the oldest decisions holding some.
+	for i := 0; l.inputNodes > inputsKept && i < len(l.ring); i++ {
+		old := &l.ring[(l.next+i)%len(l.ring)]
+		l.inputNodes -= len(old.inputs)
+		old.inputs = nil
 	}
 	l.mu.Unlock()
 }
@@ -86,6 +102,8 @@ type nodeDecision struct {
 	Verdict string `json:"verdict,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Score   *int64 `json:"score,omitempty"`
+	// Inputs are what the agent saw of the node, when it explains its decisions.
+	Inputs framework.Inputs `json:"inputs,omitempty"`
 }
 
 type decisionJSON struct {
@@ -118,6 +136,9 @@ func (d *decision) render() decisionJSON {
 		i := position(d.index, k)
 		known[i] = true
 		nd := &out.Nodes[i]
+		if d.inputs != nil {
+			nd.Inputs = d.inputs[k]
+		}
 		if d.verdicts != nil {
 			v := d.verdicts[k]
 			switch {

@@ -104,7 +104,7 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, buf *bytes.Buf
 	return args.pod, c, true
 }
 
-func (s *srv) filter(fn framework.FilterFunc) http.Handler {
+func (s *srv) filter(fn framework.FilterFunc, ex explainFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body := getBuffer()
 		defer putBuffer(body)
@@ -132,7 +132,10 @@ func (s *srv) filter(fn framework.FilterFunc) http.Handler {
 			return
 		}
 		res, pass := filterResult(c, verdicts, index)
-		s.keepDecision(w, decision{names: c.names, index: index, verdicts: verdicts})
+		if r, ok := w.(*recorder); ok {
+			r.verdicts = verdictCounts{passed: len(pass), failed: len(res.FailedNodes), unresolvable: len(res.FailedAndUnresolvableNodes)}
+		}
+		s.keepDecision(w, decision{names: c.names, index: index, verdicts: verdicts, inputs: s.explain(ex, req.Context(), pod, nodes)})
 		var kept []jsoniter.RawMessage
 		if c.raw != nil {
 			kept = make([]jsoniter.RawMessage, 0, len(pass))
@@ -185,7 +188,7 @@ func filterResult(c *candidates, verdicts []framework.Verdict, index []int) (*ex
 	return res, pass
 }
 
-func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
+func (s *srv) prioritize(fn framework.PrioritizeFunc, ex explainFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body := getBuffer()
 		defer putBuffer(body)
@@ -217,7 +220,7 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc) http.Handler {
 		for k, score := range scores {
 			list[position(index, k)].Score = clampScore(score)
 		}
-		s.keepDecision(w, decision{names: c.names, index: index, scores: scores})
+		s.keepDecision(w, decision{names: c.names, index: index, scores: scores, inputs: s.explain(ex, req.Context(), pod, nodes)})
 		writeAnswer(w, func(buf *bytes.Buffer) error { appendPriorities(buf, list); return nil })
 	})
 }

@@ -31,6 +31,8 @@ type recorder struct {
 	pod    string
 	nodes  int
 	err    string
+	// verdicts of a filter answer, for the metrics.
+	verdicts verdictCounts
 	// decision is what the handler decided, when decisions are kept.
 	decision *decision
 }
@@ -67,7 +69,8 @@ func (s *srv) instrument(agent, function, verb string, next http.Handler) http.H
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		obs.observe(rec.status, rec.err != "", elapsed)
+		obs.observe(rec.status, rec.err != "", rec.nodes, elapsed)
+		obs.verdicts(rec.verdicts)
 		if d := rec.decision; d != nil {
 			d.time, d.pod, d.agent, d.function, d.verb = start, rec.pod, agent, function, verb
 			s.decisions.add(*d)

@@ -97,7 +97,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 			if err := claim(filters, "filter", a.Name(), f.Name, f.Func == nil); err != nil {
 				return nil, err
 			}
-			h := s.verb(a.Name(), f.Name, "filter", s.filter(f.Func))
+			h := s.verb(a.Name(), f.Name, "filter", s.filter(f.Func, explainerOf(a, f.Name, "filter")))
 			for _, verb := range append([]string{"predicates/" + f.Name}, f.Aliases...) {
 				if verb != "predicates/"+f.Name {
 					if err := claimAlias(aliases, a.Name(), "filter", f.Name, verb); err != nil {
@@ -112,7 +112,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 			if err := claim(priorities, "prioritizer", a.Name(), p.Name, p.Func == nil); err != nil {
 				return nil, err
 			}
-			h := s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func))
+			h := s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func, explainerOf(a, p.Name, "prioritize")))
 			for _, verb := range append([]string{"priorities/" + p.Name}, p.Aliases...) {
 				if verb != "priorities/"+p.Name {
 					if err := claimAlias(aliases, a.Name(), "prioritizer", p.Name, verb); err != nil {

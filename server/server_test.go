@@ -506,6 +506,11 @@ func TestInfoRoutes(t *testing.T) {
 		`extender_requests_total{agent="test",code="500",function="panic",verb="prioritize"} 1`,
 		`extender_request_errors_total{agent="test",function="panic",verb="prioritize"} 1`,
 		`extender_request_duration_seconds_count{agent="test",function="label",verb="filter"} 1`,
+		fmt.Sprintf(`extender_request_nodes{agent="test",function="label",verb="filter"} %d`, len(sampleNodes())),
+		// a passes, b is rejected, c is rejected as unresolvable.
+		`extender_filter_verdicts_total{agent="test",function="label",verdict="passed"} 1`,
+		`extender_filter_verdicts_total{agent="test",function="label",verdict="failed"} 1`,
+		`extender_filter_verdicts_total{agent="test",function="label",verdict="unresolvable"} 1`,
 	} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -151,6 +151,9 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	} else {
 		h.Log.Warn("no cluster access: the reward agent learns nothing and scores every node by its initial reward")
 	}
+	if err := a.registerMetrics(h.Metrics); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

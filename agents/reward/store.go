@@ -55,6 +55,8 @@ type store struct {
 	takeover atomic.Bool
 	// written is the table's change count at the last successful write (flush loop only).
 	written uint64
+	// metrics, when registered (metrics.go).
+	metrics metricsPtr
 }
 
 func newStore(cfg Config, client kubernetes.Interface, log *logrus.Entry, t *table) *store {
@@ -258,6 +260,9 @@ func (a *Agent) loop(ctx context.Context) {
 		default:
 			a.store.leader.Store(false) // deposed while taking over
 			err = a.store.load(ctx)
+		}
+		if ctx.Err() == nil {
+			a.store.tick(err, a.now())
 		}
 		if err != nil && ctx.Err() == nil {
 			a.log.WithError(err).Warn("reward table")

@@ -227,7 +227,7 @@ func (a *Agent) refresh(ctx context.Context) {
 	start := a.now()
 	prev := *a.values.Load()
 	next := Values{}
-	read, stale := 0, 0
+	read, stale, held := 0, 0, 0
 	for _, m := range a.policies.metrics() {
 		merged := map[string]Sample{}
 		for node, s := range prev[m] {
@@ -252,10 +252,12 @@ func (a *Agent) refresh(ctx context.Context) {
 			}
 		}
 		next[m] = merged
+		held += len(merged)
 	}
 	a.values.Store(&next)
 	a.metrics.read.Add(float64(read))
 	a.metrics.stale.Set(float64(stale))
+	a.metrics.values.Set(float64(held))
 	a.metrics.lastRefresh.Set(float64(a.now().UnixNano()) / 1e9)
 	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		a.log.Debugf("metrics refreshed: %d values read, %d stale, in %s", read, stale, a.now().Sub(start))
@@ -325,6 +327,7 @@ type agentMetrics struct {
 	read        prometheus.Counter
 	errors      prometheus.Counter
 	stale       prometheus.Gauge
+	values      prometheus.Gauge
 	lastRefresh prometheus.Gauge
 	labelWrites prometheus.Counter
 }
@@ -338,6 +341,8 @@ func newAgentMetrics(source string) *agentMetrics {
 			Help: "Metric reads that failed."}),
 		stale: prometheus.NewGauge(prometheus.GaugeOpts{Name: "telemetry_stale_values", ConstLabels: l,
 			Help: "Metric values older than TELEMETRY_MAX_AGE after the last refresh."}),
+		values: prometheus.NewGauge(prometheus.GaugeOpts{Name: "telemetry_values", ConstLabels: l,
+			Help: "Metric values (one per metric and node) held after the last refresh: the denominator of telemetry_stale_values."}),
 		lastRefresh: prometheus.NewGauge(prometheus.GaugeOpts{Name: "telemetry_last_refresh_timestamp_seconds", ConstLabels: l,
 			Help: "When the metric values were last refreshed (Unix time)."}),
 		labelWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "telemetry_node_label_patches_total",
@@ -346,7 +351,7 @@ func newAgentMetrics(source string) *agentMetrics {
 }
 
 func (m *agentMetrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.read, m.errors, m.stale, m.lastRefresh, m.labelWrites} {
+	for _, c := range []prometheus.Collector{m.read, m.errors, m.stale, m.values, m.lastRefresh, m.labelWrites} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

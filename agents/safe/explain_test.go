@@ -1,0 +1,44 @@
+package safe
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// Explain shows the numbers the filter's reason shows, per resource, for every node: measured,
+// unmeasured, and stale.
+func TestExplain(t *testing.T) {
+	a := newAgent(t, config(func(c *Config) { c.Utilization = 50; c.MaxStatsAge = framework.Duration(time.Hour) }), nil)
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	a.now = func() time.Time { return now }
+	pod := makePod("400m", "800")
+	nodes := []*corev1.Node{
+		// As TestFilterOverload's Beta(2,3): cpu mu 0.4, sigma 0.2, risk 0.3125 at T 0.5.
+		fixtureNode("beta").Annotations(ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800"}).Obj(),
+		fixtureNode("stale").Annotations(ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
+			AnnotationStatisticsTimestamp: now.Add(-2 * time.Hour).Format(time.RFC3339)}).Obj(),
+	}
+	got := a.Explain(context.Background(), FilterOverload, "filter", pod, nodes)
+	if len(got) != 2 {
+		t.Fatalf("%d inputs for 2 nodes", len(got))
+	}
+	cpu := got[0]["cpu"].(framework.Inputs)
+	if math.Abs(cpu["mu"].(float64)-0.4) > 1e-12 || math.Abs(cpu["sigma"].(float64)-0.2) > 1e-12 || math.Abs(cpu["risk"].(float64)-0.3125) > 1e-9 {
+		t.Errorf("beta cpu: %v, want mu 0.4, sigma 0.2, risk 0.3125", cpu)
+	}
+	if got[0]["memory"].(framework.Inputs)["risk"] != "not judged: no usage statistics" || got[0]["threshold"] != 0.5 || got[0]["acceptableRisk"] != 0.3 {
+		t.Errorf("beta: %v", got[0])
+	}
+	if s, _ := got[1]["stale"].(string); s != a.staleReason(freshness{stale: true, age: 2 * time.Hour}) || s == "" {
+		t.Errorf("stale node: %v", got[1])
+	}
+	if _, ok := got[0]["stale"]; ok {
+		t.Errorf("fresh node said stale: %v", got[0])
+	}
+}

@@ -1,0 +1,233 @@
+package charts
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
+)
+
+// The chart's knowledge of the agents comes from the code: files/agents.json (ports, extender
+// calls, plugin-mode plugins, each setting's environment variable) and values.schema.json (each
+// setting by its Config field's JSON name, with its type, default and help). This test fails
+// when they drift from the code; UPDATE_CHART=1 go test ./charts rewrites them.
+
+type chartSetting struct {
+	Env     string `json:"env"`
+	Type    string `json:"type"`
+	Default any    `json:"default"`
+	Help    string `json:"help"`
+}
+
+type chartCall struct {
+	FilterVerb     string `json:"filterVerb,omitempty"`
+	PrioritizeVerb string `json:"prioritizeVerb,omitempty"`
+	Weight         int64  `json:"weight,omitempty"`
+	BindVerb       string `json:"bindVerb,omitempty"`
+	PreemptVerb    string `json:"preemptVerb,omitempty"`
+	Ignorable      bool   `json:"ignorable"`
+}
+
+type chartPlugin struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight,omitempty"`
+}
+
+type chartAgent struct {
+	Port  int         `json:"port"`
+	Calls []chartCall `json:"calls"`
+	// Plugins are the plugin-mode plugins the agent's functions become, ArgsPlugin the one
+	// whose pluginConfig carries the agent's settings.
+	Plugins    []chartPlugin           `json:"plugins"`
+	ArgsPlugin string                  `json:"argsPlugin,omitempty"`
+	Settings   map[string]chartSetting `json:"settings"`
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// settingsOf reads the settings of a Config struct: fields with json and env tags.
+func settingsOf(t *testing.T, v reflect.Value, out map[string]chartSetting) {
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			settingsOf(t, v.Field(i), out)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		env := f.Tag.Get("env")
+		if name == "" || name == "-" || env == "" {
+			continue
+		}
+		s := chartSetting{Env: env, Help: f.Tag.Get("help")}
+		fv := v.Field(i)
+		switch {
+		case f.Type.ConvertibleTo(durationType) && f.Type.Kind() == reflect.Int64:
+			s.Type, s.Default = "string", time.Duration(fv.Int()).String()
+		default:
+			switch f.Type.Kind() {
+			case reflect.Int, reflect.Int32, reflect.Int64:
+				s.Type, s.Default = "integer", fv.Int()
+			case reflect.Float64, reflect.Float32:
+				s.Type, s.Default = "number", fv.Float()
+			case reflect.Bool:
+				s.Type, s.Default = "boolean", fv.Bool()
+			case reflect.String:
+				s.Type, s.Default = "string", fv.String()
+			default:
+				t.Fatalf("setting %s (%s): type %s has no chart form", name, env, f.Type)
+			}
+		}
+		out[name] = s
+	}
+}
+
+func chartAgents(t *testing.T) map[string]chartAgent {
+	out := map[string]chartAgent{}
+	for _, a := range schedconfig.Agents {
+		ca := chartAgent{Port: a.Port, Settings: map[string]chartSetting{}}
+		seen := map[string]bool{}
+		plugin := func(verb string, w int64) {
+			name := verb[strings.Index(verb, "/")+1:]
+			if seen[name] {
+				for i := range ca.Plugins {
+					if ca.Plugins[i].Name == name && w > 0 {
+						ca.Plugins[i].Weight = w
+					}
+				}
+				return
+			}
+			seen[name] = true
+			ca.Plugins = append(ca.Plugins, chartPlugin{Name: name, Weight: w})
+		}
+		for _, c := range a.Calls {
+			ca.Calls = append(ca.Calls, chartCall{FilterVerb: c.FilterVerb, PrioritizeVerb: c.PrioritizeVerb, Weight: c.Weight,
+				BindVerb: c.BindVerb, PreemptVerb: c.PreemptVerb, Ignorable: !c.HoldOnError})
+			if c.FilterVerb != "" {
+				plugin(c.FilterVerb, 0)
+			}
+			if c.PrioritizeVerb != "" {
+				plugin(c.PrioritizeVerb, c.Weight)
+			}
+		}
+		if a.Name == "gang" {
+			// Plugin mode places gangs with the pod-group plugin (scheduler/gangplugin), not the
+			// extender's filter; the agent's settings are the extender's only.
+			ca.Plugins = []chartPlugin{{Name: "pod-group"}}
+		} else {
+			ca.ArgsPlugin = ca.Plugins[0].Name
+		}
+		for _, r := range agents.All {
+			if r.Name == a.Name {
+				settingsOf(t, reflect.ValueOf(r.NewConfig()).Elem(), ca.Settings)
+			}
+		}
+		out[a.Name] = ca
+	}
+	if len(out) != len(agents.All) {
+		t.Fatalf("schedconfig.Agents has %d agents, agents.All %d", len(out), len(agents.All))
+	}
+	return out
+}
+
+// schema is values.schema.json: the chart's own values and each agent's settings.
+func schema(ag map[string]chartAgent) map[string]any {
+	obj := func(props map[string]any, required ...string) map[string]any {
+		m := map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+		if len(required) > 0 {
+			m["required"] = required
+		}
+		return m
+	}
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	k8s := func(desc string) map[string]any { return map[string]any{"type": "object", "description": desc} }
+	agentProps := map[string]any{}
+	var names []string
+	for name, a := range ag {
+		names = append(names, name)
+		settings := map[string]any{}
+		for k, s := range a.Settings {
+			settings[k] = map[string]any{"type": s.Type, "default": s.Default, "description": s.Help + " (" + s.Env + ")"}
+		}
+		agentProps[name] = obj(map[string]any{
+			"enabled":   map[string]any{"type": "boolean", "description": "run the " + name + " agent"},
+			"image":     str("the agent's image (extender mode); default kube-sched-ext-" + name + ":<chart appVersion>"),
+			"resources": k8s("the sidecar's resources"),
+			"settings":  obj(settings),
+		})
+	}
+	return map[string]any{
+		"$schema": "http://json-schema.org/draft-07/schema#",
+		"title":   "kube-safe-scheduler values (generated by charts/generate_test.go from the agents' Config types)",
+		"type":    "object", "additionalProperties": false,
+		"properties": map[string]any{
+			"mode":          map[string]any{"type": "string", "enum": []string{"extender", "plugin"}, "description": "extender: kube-scheduler with the agents as sidecars; plugin: kube-safe-scheduler with the agents compiled in"},
+			"schedulerName": str("the profile's schedulerName pods ask for"),
+			"replicas":      map[string]any{"type": "integer", "minimum": 1},
+			"logLevel":      map[string]any{"type": "string", "enum": []string{"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "ALERT"}},
+			"verbosity":     map[string]any{"type": "integer", "minimum": 0, "description": "the scheduler's --v"},
+			"leaderElection": obj(map[string]any{
+				"enabled":      map[string]any{"type": "boolean"},
+				"resourceName": str("the Lease's name; default the scheduler name"),
+			}),
+			"images": obj(map[string]any{
+				"scheduler":       str("kube-scheduler's image (extender mode)"),
+				"pluginScheduler": str("kube-safe-scheduler's image (plugin mode)"),
+				"nodeAnnotator":   str("the node annotator's image"),
+				"pullPolicy":      map[string]any{"type": "string", "enum": []string{"Always", "IfNotPresent", "Never"}},
+			}),
+			"agents":            obj(agentProps),
+			"tls":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "serverSecret": str("Secret with the extenders' serving tls.crt, tls.key and the client CA ca.crt"), "clientSecret": str("Secret with the scheduler's client tls.crt, tls.key and the extenders' CA ca.crt (mutual TLS)"), "allowedClients": str("TLS_ALLOWED_CLIENTS")}),
+			"nodeAnnotator":     obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "env": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "the annotator's settings, by environment variable (annotator/README.md)"}, "resources": k8s("")}),
+			"crds":              obj(map[string]any{"podGroup": map[string]any{"type": "boolean"}, "tasPolicy": map[string]any{"type": "boolean"}}),
+			"alerts":            obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}}),
+			"dashboard":         obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}}),
+			"resources":         k8s("the scheduler container's resources"),
+			"nodeSelector":      map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+			"tolerations":       map[string]any{"type": "array"},
+			"affinity":          k8s(""),
+			"priorityClassName": str(""),
+		},
+		"required": []string{"mode", "agents"},
+	}
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestChartMatchesCode(t *testing.T) {
+	ag := chartAgents(t)
+	for path, want := range map[string][]byte{
+		filepath.Join(files, "agents.json"):      marshal(t, ag),
+		"kube-safe-scheduler/values.schema.json": marshal(t, schema(ag)),
+	} {
+		if os.Getenv("UPDATE_CHART") != "" {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the code says: run UPDATE_CHART=1 go test ./charts", path)
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package e2e
+
+// The Helm chart (charts/kube-safe-scheduler) through Helm itself, built from the Go module
+// proxy into .cache/helm like the control plane: helm lint, helm template for each mode and
+// agent, the renders applied to a real API server (server-side dry run), values that make no
+// sense refused at render naming the value, and one render of each mode run as shipped,
+// placing a pod.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// helmVersion is the Helm release the tests build (helm.sh/helm/v3 from the Go module proxy).
+const helmVersion = "v3.22.0"
+
+var (
+	helmOnce sync.Once
+	helmBin  string
+	helmErr  error
+)
+
+// helm returns the helm binary, building it once into .cache/helm/<version>/.
+func helm(t *testing.T) string {
+	t.Helper()
+	helmOnce.Do(func() {
+		root, err := harness.RepoRoot()
+		if err != nil {
+			helmErr = err
+			return
+		}
+		dir := filepath.Join(root, ".cache", "helm", helmVersion)
+		bin := filepath.Join(dir, "helm")
+		if _, err := os.Stat(bin); err == nil {
+			helmBin = bin
+			return
+		}
+		fmt.Fprintf(os.Stderr, "harness: building helm %s into %s (once)\n", helmVersion, dir)
+		cmd := exec.Command("go", "install", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
+		cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helmErr = fmt.Errorf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", helmVersion, err, out)
+			return
+		}
+		helmBin = bin
+	})
+	if helmErr != nil {
+		t.Fatal(helmErr)
+	}
+	return helmBin
+}
+
+func chartDir(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "charts", "kube-safe-scheduler")
+}
+
+// runHelm runs helm with args (HOME and Helm's directories in a temporary directory).
+func runHelm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), helm(t), args...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.Bytes(), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// render is helm template of the chart in kube-system with the --set values given.
+func render(t *testing.T, sets ...string) ([]byte, error) {
+	t.Helper()
+	args := []string{"template", "kss", chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	return runHelm(t, args...)
+}
+
+var chartAgents = []string{"safe", "congestion", "pigeon", "template", "telemetry", "reward", "gang"}
+
+// helm lint passes for the defaults and for plugin mode with every agent.
+func TestChartLint(t *testing.T) {
+	t.Parallel()
+	every := []string{"--set", "mode=plugin"}
+	for _, a := range chartAgents {
+		every = append(every, "--set", "agents."+a+".enabled=true")
+	}
+	for _, extra := range [][]string{nil, every, {"--set", "alerts.enabled=true,dashboard.enabled=true,nodeAnnotator.enabled=true,crds.podGroup=true,crds.tasPolicy=true"}} {
+		if out, err := runHelm(t, append([]string{"lint", "--strict", chartDir(t)}, extra...)...); err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+	}
+}
+
+// Every mode with each agent alone and with all agents renders, and the render passes a
+// server-side dry run on a real API server (the CRDs applied for real first, as an install
+// with crds.* would).
+func TestChartTemplateDryRun(t *testing.T) {
+	t.Parallel()
+	c := harness.StartCluster(t)
+	for _, crd := range []string{"podgroup-crd.yaml", "telemetry-policy-crd.yaml"} {
+		c.ApplyCRDFile(t, filepath.Join(repoRoot(t), "yamlfiles", crd))
+	}
+	all := []string{}
+	for _, a := range chartAgents {
+		all = append(all, "agents."+a+".enabled=true")
+	}
+	cases := map[string][]string{}
+	for _, mode := range []string{"extender", "plugin"} {
+		for _, a := range chartAgents {
+			sets := []string{"mode=" + mode, "agents." + a + ".enabled=true"}
+			if a != "safe" {
+				sets = append(sets, "agents.safe.enabled=false")
+			}
+			cases[mode+"/"+a] = sets
+		}
+		cases[mode+"/all"] = append([]string{"mode=" + mode, "nodeAnnotator.enabled=true", "dashboard.enabled=true"}, all...)
+	}
+	cases["extender/safe+mtls"] = []string{"tls.enabled=true", "tls.serverSecret=ext-tls", "tls.clientSecret=client-tls", "tls.allowedClients=my-scheduler"}
+	cases["extender/safe settings"] = []string{"agents.safe.settings.utilization=85", "agents.safe.settings.maxStatsAge=1h", "agents.safe.settings.stale=reject"}
+	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
+	for name, sets := range cases {
+		out, err := render(t, sets...)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		objs, err := harness.ReadObjects(out)
+		if err != nil || len(objs) == 0 {
+			t.Errorf("%s: %d objects, %v", name, len(objs), err)
+			continue
+		}
+		c.Apply(t, out, true)
+	}
+	t.Logf("%d renders passed a server-side dry run", len(cases))
+}
+
+// The rendered settings reach the agents by their variables (extender mode) and the plugins by
+// their args (plugin mode); the PrometheusRule carries the rules file.
+func TestChartRendersSettingsAndRules(t *testing.T) {
+	t.Parallel()
+	out, err := render(t, "agents.safe.settings.utilization=85", "agents.congestion.enabled=true", "agents.congestion.settings.factorMax=40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "extender render", string(out), `{name: SAFEUTILIZATION, value: "85"}`, `{name: CONGESTION_FACTOR_MAX, value: "40"}`,
+		"urlPrefix: http://localhost:5401/scheduler", "prioritizeVerb: priorities/congestion")
+	out, err = render(t, "mode=plugin", "agents.safe.settings.utilization=85")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "plugin render", string(out), "- name: safe-overload\n        args:\n          utilization: 85", "image: kube-safe-scheduler:latest")
+	if strings.Contains(string(out), "kube-sched-ext-safe") {
+		t.Error("plugin mode renders a sidecar")
+	}
+
+	out, err = render(t, "alerts.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := harness.ReadObjects(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := os.ReadFile(filepath.Join(chartDir(t), "files", "alerts.rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(rules, &want); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range objs {
+		if o.GetKind() == "PrometheusRule" {
+			found = true
+			got, _ := yaml.Marshal(o.Object["spec"])
+			w, _ := yaml.Marshal(want)
+			if !bytes.Equal(got, w) {
+				t.Errorf("the PrometheusRule's spec is not the rules file:\n%s", got)
+			}
+		}
+	}
+	if !found {
+		t.Error("alerts.enabled renders no PrometheusRule")
+	}
+}
+
+// Values that make no sense stop the render with a message naming the value.
+func TestChartRefusesNonsense(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"agents.nosuch.enabled=true"}, "nosuch"},
+		{[]string{"agents.safe.settings.utilisation=80"}, "utilisation"},
+		{[]string{"agents.safe.settings.utilization=high"}, "utilization"},
+		{[]string{"mode=both"}, "mode"},
+		{[]string{"agents.safe.enabled=false"}, "no agent enabled"},
+		{[]string{"tls.enabled=true"}, "tls.enabled needs tls.serverSecret"},
+		{[]string{"tls.enabled=true", "tls.serverSecret=s"}, "tls.enabled needs tls.clientSecret"},
+		{[]string{"tls.serverSecret=s"}, "need tls.enabled: true"},
+		{[]string{"mode=plugin", "tls.enabled=true", "tls.serverSecret=s", "tls.clientSecret=c"}, "tls is extender mode only"},
+		{[]string{"mode=plugin", "agents.safe.image=x"}, "agents.safe.image is extender mode only"},
+		{[]string{"mode=plugin", "agents.reward.enabled=true", "agents.reward.settings.bind=true"}, "agents.reward.settings.bind is extender mode only"},
+		{[]string{"mode=plugin", "agents.gang.enabled=true", "agents.gang.settings.cacheWait=2s"}, "agents.gang.settings are extender mode only"},
+	} {
+		_, err := render(t, tc.sets...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template --set %v: %v; want an error naming %q", tc.sets, err, tc.want)
+		}
+	}
+}
+
+// runChart renders the chart with sets, applies it for real, runs its scheduler (and sidecars)
+// as the chart's service account, and returns the cluster and the running deployment.
+func runChart(t *testing.T, sets ...string) (*harness.Cluster, *harness.RunningDeployment) {
+	t.Helper()
+	out, err := render(t, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := harness.StartCluster(t)
+	c.Apply(t, out, true)
+	c.Apply(t, out, false)
+	d, err := harness.LoadDeployment("helm template "+strings.Join(sets, " "), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := c.KubeconfigFor(t, "system:serviceaccount:kube-system:"+schedulerNameOf(t, sets), serviceAccountGroups...)
+	r := c.RunDeployment(t, d, harness.RunOptions{Kubeconfig: sa})
+	r.CheckProbes(t)
+	return c, r
+}
+
+func schedulerNameOf(t *testing.T, sets []string) string {
+	for _, s := range sets {
+		if v, ok := strings.CutPrefix(s, "schedulerName="); ok {
+			return v
+		}
+	}
+	return "my-scheduler"
+}
+
+// Extender mode as rendered (safe and congestion as sidecars): safe rejects the risky node,
+// and the pod goes to the idle one.
+func TestChartRunsExtenderMode(t *testing.T) {
+	t.Parallel()
+	c, _ := runChart(t, "agents.congestion.enabled=true")
+	c.CreateNodes(t, harness.NodeSpec{Name: "risky", Annotations: riskyStats}, harness.NodeSpec{Name: "idle", Annotations: idleStats},
+		harness.NodeSpec{Name: "busy", Annotations: busyStats})
+	scheduleOn(t, c, harness.PodSpec{Name: "p", SchedulerName: "my-scheduler", CPU: "100m", Memory: "64Mi"}, "idle",
+		"safe-overload rejects risky; idle is the least used")
+}
+
+// Plugin mode as rendered (kube-safe-scheduler with safe's plugins): the same placement.
+func TestChartRunsPluginMode(t *testing.T) {
+	t.Parallel()
+	c, r := runChart(t, "mode=plugin", "schedulerName=safe-scheduler")
+	if !harness.IsPluginScheduler(r.Deployment.Scheduler) {
+		t.Fatalf("plugin mode renders %s, not the plugin scheduler", r.Deployment.Scheduler.Image)
+	}
+	c.CreateNodes(t, harness.NodeSpec{Name: "risky", Annotations: riskyStats}, harness.NodeSpec{Name: "idle", Annotations: idleStats},
+		harness.NodeSpec{Name: "busy", Annotations: busyStats})
+	scheduleOn(t, c, harness.PodSpec{Name: "p", SchedulerName: "safe-scheduler", CPU: "100m", Memory: "64Mi"}, "idle",
+		"safe-overload rejects risky; idle is the least used")
+}
