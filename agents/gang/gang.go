@@ -53,8 +53,12 @@ func (c Config) Validate() error {
 	return settings.Range("cacheWait", c.CacheWait.D(), 0, maxCacheWait)
 }
 
-// Registration offers the agent to the programs that run agents (the extender's gang.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Filters: []string{FilterGang},
+	Port:    5406,
+})
 
 // Cluster is what the agent needs of the cluster view besides framework.Cluster: the events of
 // the shared pod informer, to keep per-group counts, and an informer over PodGroup objects. The

@@ -96,8 +96,14 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Registration offers the agent to the programs that run agents (the extender's reward.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Prioritizers: []framework.Weighted{{Name: PriorityReward, Weight: 2}},
+	Bind:         true,
+	Preempt:      true,
+	Port:         5407,
+})
 
 // podWatcher is what the agent needs of the cluster cache beyond framework.Cluster: pod changes
 // (cluster.Cache.OnPodUpdate; the same method set as cluster.PodSubscriber).

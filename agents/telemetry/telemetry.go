@@ -86,8 +86,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Registration offers the agent to the programs that run agents (the extender's telemetry.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Filters:      []string{FilterPolicy},
+	Prioritizers: []framework.Weighted{{Name: PriorityPolicy, Weight: 1}},
+	Port:         5405,
+})
 
 // Agent is the telemetry agent.
 type Agent struct {

@@ -109,7 +109,7 @@ func TestAgentsAnswerAsTheExtender(t *testing.T) {
 	nodes, pods := agentCluster()
 	a := newAdapter(t, agents.All...)
 	names := a.Names()
-	if want := []string{"congestion", "gang", "pigeon-holing", "reward", "safe-balance", "safe-overload", "template-label", "template-score"}; !slices.Equal(names, want) {
+	if want := []string{"congestion", "gang", "pigeon-holing", "reward", "safe-balance", "safe-overload", "telemetry-policy", "template-label", "template-score"}; !slices.Equal(names, want) {
 		t.Fatalf("plugins %v, want %v", names, want)
 	}
 	cluster := staticCluster{nodes: nodes, pods: pods}

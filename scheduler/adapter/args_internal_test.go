@@ -11,6 +11,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents/gang"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 // TestArgsWithConfigFile: pigeon's configFile fills the fields the args leave out, as it fills
@@ -52,7 +53,8 @@ func TestArgsYAML(t *testing.T) {
 }
 
 // TestArgsDuration: a duration in the args is text ("250ms", as metav1.Duration); a number
-// there is an error naming the field, never a count of nanoseconds.
+// there is an error naming the field, never a count of nanoseconds. The range is the agent's
+// constructor's check, rendered as the adapter's build renders it.
 func TestArgsDuration(t *testing.T) {
 	for _, tc := range []struct {
 		name, args string
@@ -72,6 +74,11 @@ func TestArgsDuration(t *testing.T) {
 				ct = runtime.ContentTypeYAML
 			}
 			cfg, _, err := decodeArgs(gang.Registration, &runtime.Unknown{Raw: []byte(tc.args), ContentType: ct})
+			if err == nil {
+				if _, err = gang.Registration.New(cfg, framework.NewHandle(nil)); err != nil {
+					err = describe(err)
+				}
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
