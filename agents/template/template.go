@@ -1,6 +1,6 @@
 // Package template is the scaffold for a new agent, and a small working one: a filter that keeps
 // the nodes carrying a configured label value, and a priority read from a numeric node
-// annotation. Copy this package to start an agent (see "Adding an agent" in the top README).
+// annotation. Copy this package to start an agent: docs/adding-an-agent.md.
 package template
 
 import (
