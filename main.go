@@ -1,9 +1,9 @@
 // Command extender serves the kube-scheduler extender protocol for the agents compiled into it.
 //
 // Each agent is compiled in by a build tag (go build -tags safe, -tags safe,congestion, or
-// -tags all); the build-tagged files next to this one (safe.go, congestion.go, pigeon.go,
-// template.go) each add the agent's framework.Registration to the list compiled, which is the
-// whole registration. At run time --agents (env AGENTS) chooses among the compiled-in agents, so
+// -tags all): each agent has one build-tagged file next to this one, named after it (safe.go
+// for safe), which adds the agent's framework.Registration to the list compiled; that is the
+// whole registration (agents.All lists every agent for the programs that run them all). At run time --agents (env AGENTS) chooses among the compiled-in agents, so
 // one "all" image can play any agent's sidecar.
 package main
 
@@ -100,17 +100,97 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"how many of the last filter and prioritize decisions GET /debug/decisions shows (loopback or verified client certificates only); 0 turns it off")
 }
 
+// run is the extender: it reads its configuration, then starts, in order, TLS, cluster access,
+// the agents and the HTTP server, and serves until ctx ends. A configuration error stops it at
+// start with exit code 2, naming the setting; a failure after that, with 1.
 func run(ctx context.Context, args []string, getenv func(string) (string, bool), stderr io.Writer) int {
 	registrations := agentsByName()
 	if len(registrations) == 0 {
 		fmt.Fprintln(stderr, buildHint)
 		return 2
 	}
+	st, err := parseSettings(registrations, args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return configError(stderr, err)
+	}
+	log := st.cfg.log.New(stderr)
+	tlsServer, err := st.tlsServer(log)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	cluster.RouteKlog(log)
+	state, err := cluster.Connect(st.cluster, log.WithField("component", "cluster"), "kube-safe-scheduler-extender/"+version)
+	if err != nil {
+		return configError(stderr, fmt.Errorf("cluster access: %w", err))
+	}
+	// The agents' metrics go to the server's registry, served at /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if tlsServer != nil {
+		reg.MustRegister(tlsServer.Collector()) // the serving certificate's expiry, for the alert
+	}
+	agents, err := st.buildAgents(log, state, reg)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	// lookup and ready stay nil without cluster access (a nil *cluster.Cache in the interface
+	// would not be nil).
+	var lookup framework.NodeLookup
+	var ready func() bool
+	if state != nil {
+		lookup, ready = state, state.HasSynced
+	}
+	handler, err := server.New(agents, server.Options{
+		Version:       version,
+		MaxBodyBytes:  st.cfg.maxBodyBytes,
+		DecisionsKept: st.cfg.decisions,
+		Lookup:        lookup,
+		Ready:         ready,
+		Log:           log,
+		Registry:      reg,
+	})
+	if err != nil {
+		return configError(stderr, err)
+	}
+	return serve(ctx, st, log, tlsServer, state, agents, handler)
+}
+
+// configError reports a configuration error and returns the exit code that goes with it.
+func configError(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+	return 2
+}
+
+// startup is the extender's configuration as read from its flags and environment.
+type startup struct {
+	set     *settings.Set
+	cfg     config
+	cluster cluster.Config
+	tls     tlsreload.Config
+	// tlsBound and agents[name].bound name each field by its variable and flag, for errors.
+	tlsBound settings.Bound
+	agents   map[string]agentSettings
+	// registrations are the agents compiled in, sorted by name.
+	registrations []framework.Registration
+}
+
+// agentSettings is one compiled-in agent's configuration, bound to its variables and flags.
+type agentSettings struct {
+	cfg   framework.Config
+	bound settings.Bound
+}
+
+// parseSettings declares every setting (the server's, cluster access, TLS, and every compiled-in
+// agent's, so that --help lists them all) and parses args and the environment. It returns
+// flag.ErrHelp after printing the help.
+func parseSettings(registrations []framework.Registration, args []string, getenv func(string) (string, bool), stderr io.Writer) (*startup, error) {
 	var names []string
 	for _, r := range registrations {
 		names = append(names, r.Name)
 	}
-
 	fs := flag.NewFlagSet("extender", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -124,133 +204,99 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			strings.Join(names, ", "))
 		fs.PrintDefaults()
 	}
-	set := settings.New(fs, getenv)
-	var cfg config
-	cfg.declare(set, names)
-	var clusterCfg cluster.Config
-	clusterCfg.Declare(set)
-	tlsCfg := tlsreload.DefaultConfig()
-	tlsBound := set.Bind(&tlsCfg)
-	// Every compiled-in agent's settings are declared (so --help lists them all); only the
-	// selected agents' are validated and used.
-	type agentSettings struct {
-		cfg   framework.Config
-		bound settings.Bound
-	}
-	agentCfg := map[string]agentSettings{}
+	st := &startup{set: settings.New(fs, getenv), tls: tlsreload.DefaultConfig(), agents: map[string]agentSettings{}, registrations: registrations}
+	st.cfg.declare(st.set, names)
+	st.cluster.Declare(st.set)
+	st.tlsBound = st.set.Bind(&st.tls)
 	for _, r := range registrations {
 		c := r.NewConfig()
-		agentCfg[r.Name] = agentSettings{cfg: c, bound: set.Bind(c)}
+		st.agents[r.Name] = agentSettings{cfg: c, bound: st.set.Bind(c)}
 	}
-	if err := set.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
-		return 2
+	if err := st.set.Parse(args); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "configuration error:\nunexpected argument %q (the extender takes flags only; its other commands: %s)\n",
+		return nil, fmt.Errorf("unexpected argument %q (the extender takes flags only; its other commands: %s)",
 			fs.Arg(0), strings.Join(slices.Sorted(maps.Keys(subcommands)), ", "))
-		return 2
 	}
+	return st, nil
+}
 
-	if err := tlsCfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
-		return 2
+// tlsServer returns the TLS certificates' reloader, or nil when TLS is off. The TLS settings are
+// validated once: by tlsreload.New when TLS is on, here otherwise.
+func (st *startup) tlsServer(log logrus.FieldLogger) (*tlsreload.Reloader, error) {
+	if !st.tls.Enabled() {
+		return nil, st.tlsBound.Describe(st.tls.Validate())
 	}
-	log := cfg.log.New(stderr)
-	var tlsServer *tlsreload.Reloader
-	if tlsCfg.Enabled() {
-		r, err := tlsreload.New(tlsCfg, log.WithField("component", "tls"))
-		if err != nil {
-			fmt.Fprintf(stderr, "configuration error:\n%v\n", tlsBound.Describe(err))
-			return 2
-		}
-		tlsServer = r
-	}
-
-	cluster.RouteKlog(log)
-	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-extender/"+version)
+	r, err := tlsreload.New(st.tls, log.WithField("component", "tls"))
 	if err != nil {
-		fmt.Fprintf(stderr, "configuration error:\ncluster access: %v\n", err)
-		return 2
+		return nil, st.tlsBound.Describe(err)
 	}
-	// view and ready stay nil without cluster access (a nil *cluster.Cache in the interface
-	// would not be nil).
+	return r, nil
+}
+
+// buildAgents builds the agents AGENTS selects (each agent's constructor validates its
+// configuration: the one check), and the combined priority when COMBINED_PRIORITIES asks for it.
+func (st *startup) buildAgents(log logrus.FieldLogger, state *cluster.Cache, reg *prometheus.Registry) ([]framework.Agent, error) {
+	var names []string
+	for _, r := range st.registrations {
+		names = append(names, r.Name)
+	}
+	selected, err := selectAgents(st.cfg.agents, names)
+	if err != nil {
+		return nil, fmt.Errorf("invalid AGENTS (or --agents): %w", err)
+	}
+	// view stays nil without cluster access (a nil *cluster.Cache in the interface would not be
+	// nil).
 	var view framework.Cluster
-	var ready func() bool
 	if state != nil {
-		view, ready = state, state.HasSynced
-	}
-
-	selected, err := selectAgents(cfg.agents, names)
-	if err != nil {
-		fmt.Fprintf(stderr, "configuration error:\ninvalid AGENTS (or --agents): %v\n", err)
-		return 2
-	}
-	// The agents' metrics go to the server's registry, served at /metrics.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if tlsServer != nil {
-		reg.MustRegister(tlsServer.Collector()) // the serving certificate's expiry, for the alert
+		view = state
 	}
 	var agents []framework.Agent
-	for _, r := range registrations {
+	for _, r := range st.registrations {
 		if !slices.Contains(selected, r.Name) {
 			continue
 		}
-		ac := agentCfg[r.Name]
+		ac := st.agents[r.Name]
 		if fc, ok := ac.cfg.(fileConfig); ok {
-			if err := fc.ApplyFile(set.Explicit); err != nil {
-				fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", r.Name, err)
-				return 2
+			if err := fc.ApplyFile(st.set.Explicit); err != nil {
+				return nil, fmt.Errorf("agent %s: %w", r.Name, err)
 			}
-		}
-		if err := ac.cfg.Validate(); err != nil {
-			fmt.Fprintf(stderr, "configuration error:\nagent %s:\n%v\n", r.Name, ac.bound.Describe(err))
-			return 2
 		}
 		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view, Metrics: reg}
 		if state != nil {
 			h.Client, h.Events = state.Client(), state.Events(r.Name)
 		}
 		a, err := r.New(ac.cfg, h)
-		if errors.Is(err, framework.ErrNoCluster) && !set.Explicit("AGENTS") && len(selected) > 1 {
+		if errors.Is(err, framework.ErrNoCluster) && !st.set.Explicit("AGENTS") && len(selected) > 1 {
 			log.Warnf("agent %s left out: %v", r.Name, err)
 			continue
 		}
+		var fe *settings.FieldError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("agent %s:\n%w", r.Name, ac.bound.Describe(err))
+		}
 		if err != nil {
-			fmt.Fprintf(stderr, "configuration error:\nagent %s: %v\n", r.Name, err)
-			return 2
+			return nil, fmt.Errorf("agent %s: %w", r.Name, err)
 		}
 		agents = append(agents, a)
 	}
-	if strings.TrimSpace(cfg.combined) != "" {
-		c, err := combine(agents, cfg.combined)
+	if strings.TrimSpace(st.cfg.combined) != "" {
+		c, err := combine(agents, st.cfg.combined)
 		if err != nil {
-			fmt.Fprintf(stderr, "configuration error:\ninvalid COMBINED_PRIORITIES (or --combined-priorities): %v\n", err)
-			return 2
+			return nil, fmt.Errorf("invalid COMBINED_PRIORITIES (or --combined-priorities): %w", err)
 		}
 		agents = append(agents, c)
 	}
-	handler, err := server.New(agents, server.Options{
-		Version:       version,
-		MaxBodyBytes:  cfg.maxBodyBytes,
-		DecisionsKept: cfg.decisions,
-		Lookup:        view,
-		Ready:         ready,
-		Log:           log,
-		Registry:      reg,
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
-		return 2
-	}
+	return agents, nil
+}
 
-	ln, err := net.Listen("tcp", settings.ListenAddress(cfg.listen))
+// serve listens, starts cluster access and the agents' background work, and serves handler
+// until ctx ends.
+func serve(ctx context.Context, st *startup, log *logrus.Logger, tlsServer *tlsreload.Reloader, state *cluster.Cache, agents []framework.Agent, handler http.Handler) int {
+	ln, err := net.Listen("tcp", settings.ListenAddress(st.cfg.listen))
 	if err != nil {
-		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", cfg.listen, err)
+		log.Errorf("cannot listen (HTTP_PORT or --listen %q): %v", st.cfg.listen, err)
 		return 1
 	}
 	mode := "plain HTTP"
@@ -258,7 +304,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		ln = tls.NewListener(ln, tlsServer.ServerConfig())
 		go tlsServer.Run(ctx)
 		mode = "HTTPS"
-		if tlsCfg.ClientCAFile != "" {
+		if st.tls.ClientCAFile != "" {
 			mode = "HTTPS, client certificates required"
 		}
 	}
@@ -318,11 +364,21 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 }
 
 // generateConfig prints the KubeSchedulerConfiguration (and with --sidecars the sidecar
-// containers) calling the agents named as the shipped yamlfiles do.
+// containers) calling the agents named as the shipped yamlfiles do, from the Registrations of
+// the agents compiled in.
 func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	registrations := agentsByName()
+	if len(registrations) == 0 {
+		fmt.Fprintln(stderr, buildHint)
+		return 2
+	}
+	var names []string
+	for _, r := range registrations {
+		names = append(names, r.Name)
+	}
 	fs := flag.NewFlagSet("extender config", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	agentList := fs.String("agents", "", "comma-separated agents to call, in order ("+strings.Join(schedconfig.AgentNames(), ", ")+")")
+	agentList := fs.String("agents", "", "comma-separated agents to call, in order, among those compiled in ("+strings.Join(names, ", ")+")")
 	var o schedconfig.Options
 	fs.BoolVar(&o.NodeCache, "node-cache", false, "nodeCacheCapable: the scheduler sends node names, the extender reads nodes from its cache (needs cluster access)")
 	fs.BoolVar(&o.HTTPS, "https", false, "call the extenders over mutual TLS, with the Secrets and paths of yamlfiles/extender.safe.mtls.yaml")
@@ -343,7 +399,7 @@ func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	o.Agents = strings.Split(*agentList, ",")
-	out, err := schedconfig.Generate(o)
+	out, err := schedconfig.Generate(registrations, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "extender config: --agents: %v\n", err)
 		return 2

@@ -229,7 +229,38 @@ func TestConfigsRoundTripThroughJSON(t *testing.T) {
 			if err := def.Validate(); err != nil {
 				t.Errorf("defaults do not validate: %v", err)
 			}
+			checkDurations(t, def, data)
 		})
+	}
+}
+
+// checkDurations fails on a duration of cfg (data is its JSON) that is not a framework.Duration
+// written as text ("2s"), and checks that a number given for one is an error naming the field.
+func checkDurations(t *testing.T, cfg framework.Config, data []byte) {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(cfg).Elem()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch f.Type {
+		case reflect.TypeFor[time.Duration]():
+			t.Errorf("%s is a bare time.Duration (JSON %s, nanoseconds): use framework.Duration", name, fields[name])
+		case reflect.TypeFor[framework.Duration]():
+			var text string
+			if err := json.Unmarshal(fields[name], &text); err != nil {
+				t.Errorf("%s is written %s, not as a duration string", name, fields[name])
+			} else if _, err := time.ParseDuration(text); err != nil {
+				t.Errorf("%s is written %q: %v", name, text, err)
+			}
+			err := json.Unmarshal([]byte(`{"`+name+`": 2}`), reflect.New(typ).Interface())
+			if err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s given the number 2: error %v, want one naming %s", name, err, name)
+			}
+		}
 	}
 }
 
@@ -370,6 +401,9 @@ func TestConfigSubcommands(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.cmd+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			if tc.cmd == "config" {
+				requireAgents(t) // config knows the agents compiled in
+			}
 			var stdout, stderr syncBuffer
 			code := subcommands[tc.cmd](context.Background(), tc.args, &stdout, &stderr)
 			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {

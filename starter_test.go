@@ -43,7 +43,7 @@ func TestRunStartsStarters(t *testing.T) {
 		func() starterConfig { return starterConfig{} },
 		func(cfg starterConfig, _ framework.Handle) (*starterAgent, error) {
 			return &starterAgent{cfg: cfg, started: started}, nil
-		}))
+		}, framework.Offer{}))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out syncBuffer

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -69,7 +70,13 @@ func TestExtenderFilesShape(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			agents, ok := extenderFiles[name]
 			if !ok {
-				t.Fatalf("yamlfiles/%s has no scenario in this test suite; add it to extenderFiles", name)
+				// extender.<agent>.yaml, for an agent with its build-tagged file (<agent>.go at
+				// the root), runs that agent.
+				agent := strings.TrimSuffix(strings.TrimPrefix(name, "extender."), ".yaml")
+				if _, err := os.Stat(filepath.Join(repoRoot(t), agent+".go")); strings.Contains(agent, ".") || err != nil {
+					t.Fatalf("yamlfiles/%s: add the agents its sidecars serve to extenderFiles", name)
+				}
+				agents = []string{agent}
 			}
 			d := loadDeployment(t, name)
 			if d.Deployment.Namespace != "kube-system" {

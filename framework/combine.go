@@ -65,9 +65,8 @@ func ParseWeighted(spec string) ([]Weighted, error) {
 // each s_i clamped to [0, MaxScore] first, as the server clamps a function's own answer. One
 // extender entry calling it with weight W gives kube-scheduler the same total as one entry per
 // function with weight w_i, up to that rounding, in one HTTP call instead of several. The parts
-// run concurrently (at 500 nodes, safe-overload + congestion took 0.31-0.39 ms so against
-// 0.58-0.70 ms one after another on an idle 2-core machine); the error of the first part in
-// the list that failed is the combined call's error. Combine fails when a name is no
+// run concurrently (measured in docs/performance.md, "One call for several priorities"); the
+// error of the first part in the list that failed is the combined call's error. Combine fails when a name is no
 // prioritizer of agents.
 func Combine(agents []Agent, parts []Weighted) (Agent, error) {
 	if len(parts) == 0 {

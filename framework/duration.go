@@ -7,10 +7,16 @@ import (
 	"time"
 )
 
-// Duration is a time.Duration that configurations read and write as text in Go's syntax ("30m",
-// "1h30m", "45s"), in JSON as in environment variables and flags (settings.Bind accepts it as an
-// encoding.TextUnmarshaler): a plain time.Duration would be written to JSON in nanoseconds.
+// Duration is the one duration type of every configuration: a time.Duration read and written as
+// text in Go's syntax ("2s", "1m30s", "6h"), like metav1.Duration, in JSON as in environment
+// variables and flags (settings.Bind accepts it as an encoding.TextUnmarshaler). A plain
+// time.Duration would be written to JSON as nanoseconds and read "2s" as an error; a JSON number
+// where a Duration is expected is an error naming the field (encoding/json's UnmarshalTypeError),
+// never a count of nanoseconds. settings.Bind refuses a bare time.Duration field.
 type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // String formats d compactly: whole hours, minutes and seconds without trailing zero units
 // ("2h10m", "30m", "1m30s", "2h0m5s", "0s"); a duration that is not a whole number of seconds

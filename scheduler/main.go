@@ -1,7 +1,7 @@
 // Command kube-safe-scheduler is kube-scheduler with the project's agents compiled in as
 // scheduler framework plugins: every filter function of every agent (agents.All) is a Filter
-// plugin and every prioritize function a Score plugin, named as the function (safe-overload,
-// safe-balance, congestion, pigeon-holing, template-label, template-score). Profiles enable them
+// plugin and every prioritize function a Score plugin, named as the function its agent's
+// framework.Registration names (docs/plugin-mode.md has the table). Profiles enable them
 // like any plugin and configure them through pluginConfig args (see docs/plugin-mode.md). Every
 // flag, and --version, is kube-scheduler's.
 //

@@ -59,8 +59,8 @@ type Bound struct {
 // Bind declares a setting for every field of the struct cfg points to that has an `env` tag:
 // the variable is the tag's value, the flag the `flag` tag's, the help text the `help` tag's,
 // and the default the field's current value (so bind a configuration that holds its defaults).
-// Fields of kind string, bool, int, int64 and float64, time.Duration, and types implementing
-// encoding.TextUnmarshaler are supported; anything else is a programming error and panics at
+// Fields of kind string, bool, int, int64 and float64, and types implementing
+// encoding.TextUnmarshaler (framework.Duration for every duration) are supported; anything else is a programming error and panics at
 // start. Values are only parsed here: ranges and choices are the configuration's Validate's.
 func (s *Set) Bind(cfg any) Bound {
 	v := reflect.ValueOf(cfg)
@@ -107,7 +107,9 @@ func (s *Set) bindField(dst reflect.Value, env, flagName, help string) {
 	case *float64:
 		s.Float(p, env, flagName, *p, math.Inf(-1), math.Inf(1), help)
 	case *time.Duration:
-		s.Duration(p, env, flagName, *p, math.MinInt64, math.MaxInt64, help)
+		// A bare time.Duration would read "2s" from a variable but write nanoseconds to JSON:
+		// a configuration's durations are a text type (framework.Duration), one for all.
+		panic(fmt.Sprintf("settings.Bind: %s is a bare time.Duration: use framework.Duration, which reads and writes \"2s\" in JSON too", env))
 	default:
 		panic(fmt.Sprintf("settings.Bind: %s has unsupported type %s", env, dst.Type()))
 	}

@@ -42,8 +42,12 @@ func (c Config) Validate() error {
 	return settings.Range("factorMax", c.FactorMax, 1, math.MaxInt32)
 }
 
-// Registration offers the agent to the programs that run agents.
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Prioritizers: []framework.Weighted{{Name: PriorityCongestion, Weight: 1}},
+	Port:         5402,
+})
 
 // Agent is the congestion agent. It keeps no state between calls: it is safe for concurrent use.
 type Agent struct {

@@ -39,20 +39,26 @@ const FilterGang = "gang"
 type Config struct {
 	// CacheWait bounds how long the filter waits for the pod cache to catch up with the pod it
 	// judges before rejecting it (see filter).
-	CacheWait time.Duration `json:"cacheWait" env:"GANG_CACHE_WAIT" flag:"gang-cache-wait" help:"longest wait for the pod cache to see the pod being judged before rejecting it for a short group (0..4s)"`
+	CacheWait framework.Duration `json:"cacheWait" env:"GANG_CACHE_WAIT" flag:"gang-cache-wait" help:"longest wait for the pod cache to see the pod being judged before rejecting it for a short group (0..4s)"`
 }
 
 // DefaultConfig returns the configuration with every default.
-func DefaultConfig() Config { return Config{CacheWait: time.Second} }
+func DefaultConfig() Config { return Config{CacheWait: framework.Duration(time.Second)} }
 
 // maxCacheWait stays below kube-scheduler's default extender httpTimeout (5 s).
 const maxCacheWait = 4 * time.Second
 
 // Validate reports every bad field, each as a settings.FieldError.
-func (c Config) Validate() error { return settings.Range("cacheWait", c.CacheWait, 0, maxCacheWait) }
+func (c Config) Validate() error {
+	return settings.Range("cacheWait", c.CacheWait.D(), 0, maxCacheWait)
+}
 
-// Registration offers the agent to the programs that run agents (the extender's gang.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Filters: []string{FilterGang},
+	Port:    5406,
+})
 
 // Cluster is what the agent needs of the cluster view besides framework.Cluster: the events of
 // the shared pod informer, to keep per-group counts, and an informer over PodGroup objects. The
@@ -193,7 +199,7 @@ func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Nod
 // waitSeen waits up to CacheWait (or until ctx ends) for the counts to have seen pod, and
 // reports whether they have.
 func (a *Agent) waitSeen(ctx context.Context, pod *corev1.Pod) bool {
-	deadline := time.Now().Add(a.cfg.CacheWait)
+	deadline := time.Now().Add(a.cfg.CacheWait.D())
 	for !a.counts.Seen(pod) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return false

@@ -215,7 +215,7 @@ func TestFilterWaitsForTheCache(t *testing.T) {
 	}
 
 	// A pod the cache never sees is judged after CacheWait with what the cache holds.
-	a.cfg.CacheWait = 100 * time.Millisecond
+	a.cfg.CacheWait = framework.Duration(100 * time.Millisecond)
 	start := time.Now()
 	got, _ = a.filter(t.Context(), fixtures.MakePod().Name("h-0").Namespace("ns").Label(LabelPodGroup, "h").Label(LabelMinAvailable, "2").Obj(), nodes)
 	if waited := time.Since(start); waited < 100*time.Millisecond || got[0].Passes() {
@@ -225,16 +225,16 @@ func TestFilterWaitsForTheCache(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	cfg, err := settingstest.Bind(DefaultConfig(), map[string]string{"GANG_CACHE_WAIT": "250ms"})
-	if err != nil || cfg.CacheWait != 250*time.Millisecond {
+	if err != nil || cfg.CacheWait.D() != 250*time.Millisecond {
 		t.Fatalf("GANG_CACHE_WAIT=250ms: %+v, %v", cfg, err)
 	}
-	if DefaultConfig().CacheWait != time.Second {
+	if DefaultConfig().CacheWait.D() != time.Second {
 		t.Errorf("default wait %s, want 1s", DefaultConfig().CacheWait)
 	}
-	if err := (Config{CacheWait: 5 * time.Second}).Validate(); err == nil || !strings.Contains(err.Error(), "cacheWait") {
+	if err := (Config{CacheWait: framework.Duration(5 * time.Second)}).Validate(); err == nil || !strings.Contains(err.Error(), "cacheWait") {
 		t.Errorf("5s: %v, want an error naming cacheWait", err)
 	}
-	if err := (Config{CacheWait: -time.Second}).Validate(); err == nil {
+	if err := (Config{CacheWait: framework.Duration(-time.Second)}).Validate(); err == nil {
 		t.Error("a negative wait validates")
 	}
 }

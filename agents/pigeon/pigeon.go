@@ -49,8 +49,12 @@ type Agent struct {
 
 var _ framework.Agent = (*Agent)(nil)
 
-// Registration offers the agent to the programs that run agents.
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Prioritizers: []framework.Weighted{{Name: PriorityPigeonHoling, Weight: 2}},
+	Port:         5403,
+})
 
 // New returns the agent for cfg. h.Cluster may be nil (no cluster access): the agent then reads
 // usage from node annotations and the system is the request's nodes.

@@ -35,19 +35,19 @@ const PriorityReward = "reward"
 // Config holds the agent's settings; DefaultConfig holds the defaults and Validate is the only
 // check.
 type Config struct {
-	Weight          float64  `json:"weight" env:"REWARD_WEIGHT" flag:"reward-weight" help:"weight w of a new observation in the moving average r <- (1-w) r + w x (0 < w <= 1)"`
-	Initial         float64  `json:"initial" env:"REWARD_INITIAL" flag:"reward-initial" help:"reward of a (pod type, node) never observed, and the value rewards drift back to (0..1)"`
-	MTTF            Duration `json:"mttf" env:"REWARD_MTTF" flag:"reward-mttf" help:"a container restart after running less than this counts 0, otherwise 0.5"`
-	HalfLife        Duration `json:"halfLife" env:"REWARD_HALF_LIFE" flag:"reward-half-life" help:"time for a reward's distance to the initial value to halve without new evidence (0: no drift)"`
-	MinObservations int      `json:"minObservations" env:"REWARD_MIN_OBSERVATIONS" flag:"reward-min-observations" help:"below this many observations of a type on a node, blend with the node's reward over all types (0: off)"`
-	StartTimeout    Duration `json:"startTimeout" env:"REWARD_START_TIMEOUT" flag:"reward-start-timeout" help:"a pod bound this long without running counts 0 (image pull, volume errors)"`
-	FlushInterval   Duration `json:"flushInterval" env:"REWARD_FLUSH_INTERVAL" flag:"reward-flush-interval" help:"how often the leader writes the table to its ConfigMap (and others reload it): at most this much is lost on a restart"`
-	MaxEntries      int      `json:"maxEntries" env:"REWARD_MAX_ENTRIES" flag:"reward-max-entries" help:"most (pod type, node) rows kept; the least recently observed go first"`
-	PreemptMin      float64  `json:"preemptMin" env:"REWARD_PREEMPT_MIN" flag:"reward-preempt-min" help:"preemption candidates where the pod's type has a lower reward are dropped (0..1; 0 keeps all)"`
-	Bind            bool     `json:"bind" env:"BIND" flag:"bind" help:"bind pods through the API server (the extender's bindVerb); a bind failure counts 0"`
-	Namespace       string   `json:"namespace" env:"REWARD_NAMESPACE" flag:"reward-namespace" help:"namespace of the table's ConfigMap and Lease (empty: the pod's own namespace, else kube-system)"`
-	Object          string   `json:"object" env:"REWARD_OBJECT" flag:"reward-object" help:"name of the table's ConfigMap and of the Lease electing its writer"`
-	LeaseDuration   Duration `json:"leaseDuration" env:"REWARD_LEASE_DURATION" flag:"reward-lease-duration" help:"how long a writer's Lease lasts without renewal: the longest a leader change takes"`
+	Weight          float64            `json:"weight" env:"REWARD_WEIGHT" flag:"reward-weight" help:"weight w of a new observation in the moving average r <- (1-w) r + w x (0 < w <= 1)"`
+	Initial         float64            `json:"initial" env:"REWARD_INITIAL" flag:"reward-initial" help:"reward of a (pod type, node) never observed, and the value rewards drift back to (0..1)"`
+	MTTF            framework.Duration `json:"mttf" env:"REWARD_MTTF" flag:"reward-mttf" help:"a container restart after running less than this counts 0, otherwise 0.5"`
+	HalfLife        framework.Duration `json:"halfLife" env:"REWARD_HALF_LIFE" flag:"reward-half-life" help:"time for a reward's distance to the initial value to halve without new evidence (0: no drift)"`
+	MinObservations int                `json:"minObservations" env:"REWARD_MIN_OBSERVATIONS" flag:"reward-min-observations" help:"below this many observations of a type on a node, blend with the node's reward over all types (0: off)"`
+	StartTimeout    framework.Duration `json:"startTimeout" env:"REWARD_START_TIMEOUT" flag:"reward-start-timeout" help:"a pod bound this long without running counts 0 (image pull, volume errors)"`
+	FlushInterval   framework.Duration `json:"flushInterval" env:"REWARD_FLUSH_INTERVAL" flag:"reward-flush-interval" help:"how often the leader writes the table to its ConfigMap (and others reload it): at most this much is lost on a restart"`
+	MaxEntries      int                `json:"maxEntries" env:"REWARD_MAX_ENTRIES" flag:"reward-max-entries" help:"most (pod type, node) rows kept; the least recently observed go first"`
+	PreemptMin      float64            `json:"preemptMin" env:"REWARD_PREEMPT_MIN" flag:"reward-preempt-min" help:"preemption candidates where the pod's type has a lower reward are dropped (0..1; 0 keeps all)"`
+	Bind            bool               `json:"bind" env:"BIND" flag:"bind" help:"bind pods through the API server (the extender's bindVerb); a bind failure counts 0"`
+	Namespace       string             `json:"namespace" env:"REWARD_NAMESPACE" flag:"reward-namespace" help:"namespace of the table's ConfigMap and Lease (empty: the pod's own namespace, else kube-system)"`
+	Object          string             `json:"object" env:"REWARD_OBJECT" flag:"reward-object" help:"name of the table's ConfigMap and of the Lease electing its writer"`
+	LeaseDuration   framework.Duration `json:"leaseDuration" env:"REWARD_LEASE_DURATION" flag:"reward-lease-duration" help:"how long a writer's Lease lasts without renewal: the longest a leader change takes"`
 }
 
 // DefaultConfig returns the configuration with every default.
@@ -55,14 +55,14 @@ func DefaultConfig() Config {
 	return Config{
 		Weight:        0.1,
 		Initial:       1.0,
-		MTTF:          Duration(600 * time.Second),
-		HalfLife:      Duration(24 * time.Hour),
-		StartTimeout:  Duration(5 * time.Minute),
-		FlushInterval: Duration(10 * time.Second),
+		MTTF:          framework.Duration(600 * time.Second),
+		HalfLife:      framework.Duration(24 * time.Hour),
+		StartTimeout:  framework.Duration(5 * time.Minute),
+		FlushInterval: framework.Duration(10 * time.Second),
 		MaxEntries:    5000,
 		PreemptMin:    0.2,
 		Object:        "reward-table",
-		LeaseDuration: Duration(15 * time.Second),
+		LeaseDuration: framework.Duration(15 * time.Second),
 	}
 }
 
@@ -96,8 +96,14 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Registration offers the agent to the programs that run agents (the extender's reward.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Prioritizers: []framework.Weighted{{Name: PriorityReward, Weight: 2}},
+	Bind:         true,
+	Preempt:      true,
+	Port:         5407,
+})
 
 // podWatcher is what the agent needs of the cluster cache beyond framework.Cluster: pod changes
 // (cluster.Cache.OnPodUpdate; the same method set as cluster.PodSubscriber).

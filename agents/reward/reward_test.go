@@ -370,7 +370,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("JSON durations: %+v, %v", c, err)
 	}
 	b, _ := json.Marshal(DefaultConfig())
-	if !strings.Contains(string(b), `"mttf":"10m0s"`) {
+	if !strings.Contains(string(b), `"mttf":"10m"`) {
 		t.Errorf("JSON: %s", b)
 	}
 }

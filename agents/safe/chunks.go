@@ -5,8 +5,9 @@ import (
 	"sync"
 )
 
-// minChunk is the fewest nodes worth a goroutine of their own: about 100 µs of work, against
-// about 1 µs to start and join a goroutine.
+// minChunk is the fewest nodes worth a goroutine of their own: their work is two orders of
+// magnitude above the cost of starting and joining a goroutine (docs/performance.md, "Chunks of
+// the safe agent").
 const minChunk = 256
 
 // forChunks calls fn on consecutive ranges [lo, hi) covering [0, n): on up to GOMAXPROCS

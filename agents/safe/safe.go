@@ -182,8 +182,13 @@ func maxStatsAgeInRange(d framework.Duration) error {
 	return nil
 }
 
-// Registration offers the agent to the programs that run agents.
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Filters:      []string{FilterOverload},
+	Prioritizers: []framework.Weighted{{Name: PriorityOverload, Weight: 2}, {Name: PriorityBalance, Weight: 1}},
+	Port:         5401,
+})
 
 // Agent is the safe agent. It keeps no state between calls: it is safe for concurrent use.
 type Agent struct {

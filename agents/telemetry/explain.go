@@ -40,7 +40,7 @@ func (a *Agent) Explain(_ context.Context, _, verb string, pod *corev1.Pod, node
 	for i, n := range nodes {
 		in := framework.Inputs{"policy": p.Key(), "strategy": strategy}
 		for _, r := range s.Rules {
-			sample, found, fresh := vals.Lookup(r.Metricname, n.Name, now, a.cfg.MaxAge)
+			sample, found, fresh := vals.Lookup(r.Metricname, n.Name, now, a.cfg.MaxAge.D())
 			if !found {
 				in[r.Metricname] = "no value"
 				continue

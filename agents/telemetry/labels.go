@@ -151,7 +151,7 @@ func (a *Agent) reconcileLabels(ctx context.Context, now time.Time, v Values) {
 	seen := map[string]bool{}
 	for _, n := range a.h.Cluster.Nodes() {
 		seen[n.Name] = true
-		due := a.labels.changes(n.Name, n.Labels, wantedLabels(policies, v, n.Name, now, a.cfg.MaxAge), deschedule, now)
+		due := a.labels.changes(n.Name, n.Labels, wantedLabels(policies, v, n.Name, now, a.cfg.MaxAge.D()), deschedule, now)
 		if len(due) == 0 {
 			continue
 		}

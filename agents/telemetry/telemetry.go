@@ -52,21 +52,21 @@ const (
 
 // Config holds the agent's settings.
 type Config struct {
-	MetricsSource  string        `json:"metricsSource" env:"TELEMETRY_METRICS_SOURCE" flag:"telemetry-metrics-source" help:"where metrics come from: custom-metrics (the custom metrics API, as TAS) or prometheus (PROMETHEUS_URL)"`
-	PrometheusURL  string        `json:"prometheusURL" env:"PROMETHEUS_URL" flag:"prometheus-url" help:"Prometheus server queried with TELEMETRY_METRICS_SOURCE=prometheus (http://host:9090)"`
-	NodeLabel      string        `json:"nodeLabel" env:"TELEMETRY_NODE_LABEL" flag:"telemetry-node-label" help:"Prometheus series label whose value is the node name"`
-	SyncPeriod     time.Duration `json:"syncPeriod" env:"TELEMETRY_SYNC_PERIOD" flag:"telemetry-sync-period" help:"how often metric values are read, in the background"`
-	MaxAge         time.Duration `json:"maxAge" env:"TELEMETRY_MAX_AGE" flag:"telemetry-max-age" help:"a metric value older than this is stale"`
-	Stale          string        `json:"stale" env:"TELEMETRY_STALE" flag:"telemetry-stale" help:"what a stale or missing metric does in the filter: ignore (the rule does not hold) or reject (the node is rejected)"`
-	Deschedule     bool          `json:"deschedule" env:"TELEMETRY_DESCHEDULE" flag:"telemetry-deschedule" help:"write the deschedule (<policy>=violating) and labeling node labels"`
-	DescheduleHold time.Duration `json:"descheduleHold" env:"TELEMETRY_DESCHEDULE_HOLD" flag:"telemetry-deschedule-hold" help:"how long a label change must hold (a violation, or its end) before it is written"`
+	MetricsSource  string             `json:"metricsSource" env:"TELEMETRY_METRICS_SOURCE" flag:"telemetry-metrics-source" help:"where metrics come from: custom-metrics (the custom metrics API, as TAS) or prometheus (PROMETHEUS_URL)"`
+	PrometheusURL  string             `json:"prometheusURL" env:"PROMETHEUS_URL" flag:"prometheus-url" help:"Prometheus server queried with TELEMETRY_METRICS_SOURCE=prometheus (http://host:9090)"`
+	NodeLabel      string             `json:"nodeLabel" env:"TELEMETRY_NODE_LABEL" flag:"telemetry-node-label" help:"Prometheus series label whose value is the node name"`
+	SyncPeriod     framework.Duration `json:"syncPeriod" env:"TELEMETRY_SYNC_PERIOD" flag:"telemetry-sync-period" help:"how often metric values are read, in the background"`
+	MaxAge         framework.Duration `json:"maxAge" env:"TELEMETRY_MAX_AGE" flag:"telemetry-max-age" help:"a metric value older than this is stale"`
+	Stale          string             `json:"stale" env:"TELEMETRY_STALE" flag:"telemetry-stale" help:"what a stale or missing metric does in the filter: ignore (the rule does not hold) or reject (the node is rejected)"`
+	Deschedule     bool               `json:"deschedule" env:"TELEMETRY_DESCHEDULE" flag:"telemetry-deschedule" help:"write the deschedule (<policy>=violating) and labeling node labels"`
+	DescheduleHold framework.Duration `json:"descheduleHold" env:"TELEMETRY_DESCHEDULE_HOLD" flag:"telemetry-deschedule-hold" help:"how long a label change must hold (a violation, or its end) before it is written"`
 }
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{
-		MetricsSource: SourceCustomMetrics, NodeLabel: "node", SyncPeriod: 5 * time.Second, MaxAge: time.Minute,
-		Stale: StaleIgnore, Deschedule: true, DescheduleHold: 30 * time.Second,
+		MetricsSource: SourceCustomMetrics, NodeLabel: "node", SyncPeriod: framework.Duration(5 * time.Second), MaxAge: framework.Duration(time.Minute),
+		Stale: StaleIgnore, Deschedule: true, DescheduleHold: framework.Duration(30 * time.Second),
 	}
 }
 
@@ -75,9 +75,9 @@ func (c Config) Validate() error {
 	errs := []error{
 		settings.OneOf("metricsSource", c.MetricsSource, SourceCustomMetrics, SourcePrometheus),
 		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
-		settings.Range("syncPeriod", c.SyncPeriod, 100*time.Millisecond, time.Hour),
-		settings.Range("maxAge", c.MaxAge, time.Second, 24*time.Hour),
-		settings.Range("descheduleHold", c.DescheduleHold, 0, 24*time.Hour),
+		settings.Range("syncPeriod", c.SyncPeriod.D(), 100*time.Millisecond, time.Hour),
+		settings.Range("maxAge", c.MaxAge.D(), time.Second, 24*time.Hour),
+		settings.Range("descheduleHold", c.DescheduleHold.D(), 0, 24*time.Hour),
 	}
 	if c.MetricsSource == SourcePrometheus {
 		if c.PrometheusURL == "" {
@@ -93,8 +93,16 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Registration offers the agent to the programs that run agents (the extender's telemetry.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Filters:      []string{FilterPolicy},
+	Prioritizers: []framework.Weighted{{Name: PriorityPolicy, Weight: 1}},
+	Port:         5405,
+	// TAS pods request telemetry/scheduling: 1, a resource no node has; TAS's configuration
+	// lists it, so that the scheduler does not count it and calls the extender for them.
+	ManagedResources: []string{"telemetry/scheduling"},
+})
 
 // Agent is the telemetry agent.
 type Agent struct {
@@ -145,7 +153,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	case SourcePrometheus:
 		src, err = NewPrometheus(cfg.PrometheusURL, cfg.NodeLabel)
 	default:
-		src, err = NewCustomMetrics(rc, max(cfg.SyncPeriod, 5*time.Second))
+		src, err = NewCustomMetrics(rc, max(cfg.SyncPeriod.D(), 5*time.Second))
 	}
 	if err != nil {
 		return nil, err
@@ -157,7 +165,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 func newAgent(cfg Config, h framework.Handle, dyn dynamic.Interface, src Source) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: h.Log, h: h, dyn: dyn, source: src, now: time.Now}
 	a.policies = newPolicyStore()
-	a.labels = newLabeler(cfg.DescheduleHold)
+	a.labels = newLabeler(cfg.DescheduleHold.D())
 	a.values.Store(&Values{})
 	a.metrics = newAgentMetrics(src.Name())
 	if h.Metrics != nil {
@@ -204,7 +212,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	a.refresh(ctx)
 	go func() {
-		t := time.NewTicker(a.cfg.SyncPeriod)
+		t := time.NewTicker(a.cfg.SyncPeriod.D())
 		defer t.Stop()
 		for {
 			select {
@@ -231,11 +239,11 @@ func (a *Agent) refresh(ctx context.Context) {
 	for _, m := range a.policies.metrics() {
 		merged := map[string]Sample{}
 		for node, s := range prev[m] {
-			if start.Sub(s.Time) <= dropAfter*a.cfg.MaxAge {
+			if start.Sub(s.Time) <= dropAfter*a.cfg.MaxAge.D() {
 				merged[node] = s
 			}
 		}
-		rctx, cancel := context.WithTimeout(ctx, max(a.cfg.SyncPeriod, 5*time.Second))
+		rctx, cancel := context.WithTimeout(ctx, max(a.cfg.SyncPeriod.D(), 5*time.Second))
 		got, err := a.source.Read(rctx, m, start)
 		cancel()
 		if err != nil {
@@ -247,7 +255,7 @@ func (a *Agent) refresh(ctx context.Context) {
 		}
 		read += len(got)
 		for _, s := range merged {
-			if start.Sub(s.Time) > a.cfg.MaxAge {
+			if start.Sub(s.Time) > a.cfg.MaxAge.D() {
 				stale++
 			}
 		}
@@ -289,7 +297,7 @@ func (a *Agent) filter(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node)
 	}
 	vals, now := *a.values.Load(), a.now()
 	for i, n := range nodes {
-		j := Judge(s, vals, n.Name, now, a.cfg.MaxAge)
+		j := Judge(s, vals, n.Name, now, a.cfg.MaxAge.D())
 		switch {
 		case j.Violated:
 			out[i] = framework.RejectUnresolvable(j.Reason(p.Key(), s.AllOf()))
@@ -316,7 +324,7 @@ func (a *Agent) score(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) 
 	vals, now := *a.values.Load(), a.now()
 	v, ok2 := make([]float64, len(nodes)), make([]bool, len(nodes))
 	for i, n := range nodes {
-		s, _, fresh := vals.Lookup(r.Metricname, n.Name, now, a.cfg.MaxAge)
+		s, _, fresh := vals.Lookup(r.Metricname, n.Name, now, a.cfg.MaxAge.D())
 		v[i], ok2[i] = s.Value, fresh
 	}
 	return Scores(r, v, ok2), nil

@@ -322,7 +322,7 @@ func TestRefreshKeepsSamplesOnError(t *testing.T) {
 	src.mu.Unlock()
 	a.now = func() time.Time { return t0.Add(2 * time.Minute) }
 	a.refresh(t.Context())
-	s, found, fresh := a.values.Load().Lookup("node_cpu", "hot", a.now(), a.cfg.MaxAge)
+	s, found, fresh := a.values.Load().Lookup("node_cpu", "hot", a.now(), a.cfg.MaxAge.D())
 	if !found || fresh || s.Value != 93 {
 		t.Errorf("after a failed read: %+v found %v fresh %v, want the old value, stale", s, found, fresh)
 	}

@@ -1,6 +1,6 @@
 // Package template is the scaffold for a new agent, and a small working one: a filter that keeps
 // the nodes carrying a configured label value, and a priority read from a numeric node
-// annotation. Copy this package to start an agent (see "Adding an agent" in the top README).
+// annotation. Copy this package to start an agent: docs/adding-an-agent.md.
 package template
 
 import (
@@ -56,8 +56,13 @@ func checkQualifiedName(field, v string) error {
 	return nil
 }
 
-// Registration offers the agent to the programs that run agents (the extender's template.go).
-var Registration = framework.Register(Name, DefaultConfig, New)
+// Registration offers the agent to the programs that run agents (agents.All, the extender's
+// build-tagged file): its functions, and its port and weights in the shipped deployments.
+var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
+	Filters:      []string{FilterLabel},
+	Prioritizers: []framework.Weighted{{Name: PriorityScore, Weight: 1}},
+	Port:         5404,
+})
 
 // Agent is the template agent.
 type Agent struct {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 // Call is one entry an agent needs in the scheduler's extenders list.
@@ -37,40 +39,48 @@ type Agent struct {
 	Calls []Call
 }
 
-// Agents is the one table of the agents' ports and calls; the shipped yaml files agree with it
-// (TestShippedFilesMatchTable).
-var Agents = []Agent{
-	{Name: "safe", Port: 5401, Calls: []Call{
-		{FilterVerb: "predicates/safe-overload", PrioritizeVerb: "priorities/safe-overload", Weight: 2, HoldOnError: true},
-		{PrioritizeVerb: "priorities/safe-balance", Weight: 1},
-	}},
-	{Name: "congestion", Port: 5402, Calls: []Call{
-		{PrioritizeVerb: "priorities/congestion", Weight: 1},
-	}},
-	{Name: "pigeon", Port: 5403, Calls: []Call{
-		{PrioritizeVerb: "priorities/pigeon-holing", Weight: 2},
-	}},
-	{Name: "template", Port: 5404, Calls: []Call{
-		{FilterVerb: "predicates/template-label", PrioritizeVerb: "priorities/template-score", Weight: 1, HoldOnError: true},
-	}},
-	{Name: "telemetry", Port: 5405, Calls: []Call{
-		// TAS pods request telemetry/scheduling: 1, a resource no node has; TAS's configuration
-		// lists it, so that the scheduler does not count it and calls the extender for them.
-		{FilterVerb: "predicates/telemetry-policy", PrioritizeVerb: "priorities/telemetry-policy", Weight: 1, HoldOnError: true,
-			ManagedResources: []ManagedResource{{Name: "telemetry/scheduling", IgnoredByScheduler: true}}},
-	}},
-	{Name: "reward", Port: 5407, Calls: []Call{
-		{PrioritizeVerb: "priorities/reward", Weight: 2, BindVerb: "bind", PreemptVerb: "preemption", HoldOnError: true},
-	}},
-	{Name: "gang", Port: 5406, Calls: []Call{
-		{FilterVerb: "predicates/gang", HoldOnError: true},
-	}},
+// Table returns how the shipped deployments run each agent of regs, in order, derived from its
+// framework.Offer (the agents are listed nowhere else): the agent's port; one entry in the
+// extenders list per function, except that the i-th filter and the i-th prioritizer share one
+// (safe-overload, template-label with template-score), weighted as the Offer says; the bind and
+// preemption verbs on the first entry. An entry with a filter, bind or preemption verb holds
+// pods back when it fails (ignorable: false): a filter that cannot judge must not let pods
+// through. A prioritizer alone stays ignorable, as kube-scheduler ignores its failures anyway.
+func Table(regs []framework.Registration) []Agent {
+	out := make([]Agent, 0, len(regs))
+	for _, r := range regs {
+		a := Agent{Name: r.Name, Port: r.Port}
+		for i := range max(len(r.Filters), len(r.Prioritizers)) {
+			var c Call
+			if i < len(r.Filters) {
+				c.FilterVerb = "predicates/" + r.Filters[i]
+			}
+			if i < len(r.Prioritizers) {
+				c.PrioritizeVerb, c.Weight = "priorities/"+r.Prioritizers[i].Name, r.Prioritizers[i].Weight
+			}
+			if i == 0 && r.Bind {
+				c.BindVerb = "bind"
+			}
+			if i == 0 && r.Preempt {
+				c.PreemptVerb = "preemption"
+			}
+			if i == 0 {
+				for _, name := range r.ManagedResources {
+					c.ManagedResources = append(c.ManagedResources, ManagedResource{Name: name, IgnoredByScheduler: true})
+				}
+			}
+			c.HoldOnError = c.FilterVerb != "" || c.BindVerb != "" || c.PreemptVerb != ""
+			a.Calls = append(a.Calls, c)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
-// AgentNames lists the agents of the table.
-func AgentNames() []string {
+// names lists the agents of a table.
+func names(table []Agent) []string {
 	var out []string
-	for _, a := range Agents {
+	for _, a := range table {
 		out = append(out, a.Name)
 	}
 	return out
@@ -100,32 +110,32 @@ type Options struct {
 	Sidecars bool
 }
 
-// lookup returns the agents named, in order, or an error naming the unknown one.
-func lookup(names []string) ([]Agent, error) {
+// lookup returns the agents of table named, in order, or an error naming the unknown one.
+func lookup(table []Agent, want []string) ([]Agent, error) {
 	var out []Agent
-	for _, n := range names {
+	for _, n := range want {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
-		i := slices.IndexFunc(Agents, func(a Agent) bool { return a.Name == n })
+		i := slices.IndexFunc(table, func(a Agent) bool { return a.Name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown agent %q (agents: %s)", n, strings.Join(AgentNames(), ", "))
+			return nil, fmt.Errorf("unknown agent %q (agents: %s)", n, strings.Join(names(table), ", "))
 		}
 		if !slices.ContainsFunc(out, func(a Agent) bool { return a.Name == n }) {
-			out = append(out, Agents[i])
+			out = append(out, table[i])
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no agent given (agents: %s)", strings.Join(AgentNames(), ", "))
+		return nil, fmt.Errorf("no agent given (agents: %s)", strings.Join(names(table), ", "))
 	}
 	return out, nil
 }
 
-// Generate returns the KubeSchedulerConfiguration calling the agents as the shipped files do
-// and, with Sidecars, a second YAML document listing the sidecar containers.
-func Generate(o Options) ([]byte, error) {
-	agents, err := lookup(o.Agents)
+// Generate returns the KubeSchedulerConfiguration calling the agents o names, among regs, as the
+// shipped files do and, with Sidecars, a second YAML document listing the sidecar containers.
+func Generate(regs []framework.Registration, o Options) ([]byte, error) {
+	agents, err := lookup(Table(regs), o.Agents)
 	if err != nil {
 		return nil, err
 	}

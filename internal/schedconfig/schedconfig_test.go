@@ -13,22 +13,47 @@ import (
 	allagents "github.com/kube-safe-scheduler/extender/agents"
 )
 
-// The table names every agent there is, once.
-func TestTableListsEveryAgent(t *testing.T) {
-	var want []string
-	for _, r := range allagents.All {
-		want = append(want, r.Name)
-	}
-	got := slices.Sorted(slices.Values(AgentNames()))
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("table agents (-agents.All +table):\n%s", diff)
-	}
+// Every agent has a port of its own, and the table is derived from the registrations as
+// Table's comment says.
+func TestTable(t *testing.T) {
+	table := Table(allagents.All)
 	ports := map[int]string{}
-	for _, a := range Agents {
+	for _, a := range table {
+		if a.Port <= 0 || a.Port > 65535 {
+			t.Errorf("%s: port %d", a.Name, a.Port)
+		}
 		if other, ok := ports[a.Port]; ok {
 			t.Errorf("%s and %s share port %d", a.Name, other, a.Port)
 		}
 		ports[a.Port] = a.Name
+	}
+	got := map[string]Agent{}
+	for _, a := range table {
+		got[a.Name] = a
+	}
+	for _, want := range []Agent{
+		// One filter, two prioritizers: the filter shares the first prioritizer's entry, which
+		// holds pods back; the second entry is a prioritizer alone, ignorable.
+		{Name: "safe", Port: 5401, Calls: []Call{
+			{FilterVerb: "predicates/safe-overload", PrioritizeVerb: "priorities/safe-overload", Weight: 2, HoldOnError: true},
+			{PrioritizeVerb: "priorities/safe-balance", Weight: 1},
+		}},
+		// A filter and a prioritizer of different names share one entry.
+		{Name: "template", Port: 5404, Calls: []Call{
+			{FilterVerb: "predicates/template-label", PrioritizeVerb: "priorities/template-score", Weight: 1, HoldOnError: true},
+		}},
+		// No filter, but bind and preemption: the entry holds pods back.
+		{Name: "reward", Port: 5407, Calls: []Call{
+			{PrioritizeVerb: "priorities/reward", Weight: 2, BindVerb: "bind", PreemptVerb: "preemption", HoldOnError: true},
+		}},
+		// A prioritizer alone: ignorable.
+		{Name: "congestion", Port: 5402, Calls: []Call{{PrioritizeVerb: "priorities/congestion", Weight: 1}}},
+		// A filter alone.
+		{Name: "gang", Port: 5406, Calls: []Call{{FilterVerb: "predicates/gang", HoldOnError: true}}},
+	} {
+		if diff := cmp.Diff(want, got[want.Name]); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", want.Name, diff)
+		}
 	}
 }
 
@@ -72,20 +97,44 @@ func shipped(t *testing.T, name string) (KubeSchedulerConfiguration, map[string]
 
 // The generator writes the extenders list and the sidecars of the shipped files from the table:
 // what one changes without the other shows here.
+// Every yamlfiles/extender.*.yaml is checked: extender.<agent>.yaml, for an agent of
+// agents.All, against extender config --agents <agent> --node-cache --sidecars; any other file
+// against the options listed here (an unlisted one fails the test), or it is listed with why it
+// is not generated. Every agent ships its extender.<agent>.yaml.
 func TestShippedFilesMatchTable(t *testing.T) {
-	for file, o := range map[string]Options{
-		"extender.safe.yaml":            {Agents: []string{"safe"}, NodeCache: true},
-		"extender.congestion.yaml":      {Agents: []string{"congestion"}, NodeCache: true},
-		"extender.pigeon.yaml":          {Agents: []string{"pigeon"}, NodeCache: true},
+	files := map[string]Options{
 		"extender.template.yaml":        {Agents: []string{"template"}},
 		"extender.safe.congestion.yaml": {Agents: []string{"safe", "congestion"}, NodeCache: true},
 		"extender.safe.pigeon.yaml":     {Agents: []string{"safe", "pigeon"}, NodeCache: true},
 		"extender.safe.mtls.yaml":       {Agents: []string{"safe"}, NodeCache: true, HTTPS: true},
-		"extender.telemetry.yaml":       {Agents: []string{"telemetry"}, NodeCache: true},
-	} {
+	}
+	for _, r := range allagents.All {
+		if _, ok := files["extender."+r.Name+".yaml"]; !ok {
+			files["extender."+r.Name+".yaml"] = Options{Agents: []string{r.Name}, NodeCache: true}
+		}
+	}
+	// Not generated: a file whose extenders list is not one the generator writes.
+	notGenerated := map[string]string{
+		"extender.safe.congestion.combined.yaml": "one extender calling priorities/combined, the weighted mean of several agents' scores in one sidecar",
+	}
+	shippedFiles, err := filepath.Glob(filepath.Join("..", "..", "yamlfiles", "extender.*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range shippedFiles {
+		file := filepath.Base(path)
+		if _, ok := files[file]; !ok && notGenerated[file] == "" {
+			t.Errorf("yamlfiles/%s is not listed in TestShippedFilesMatchTable: add the options that generate it (extender config --agents ... --sidecars)", file)
+		}
+	}
+	for file, o := range files {
+		if !slices.Contains(shippedFiles, filepath.Join("..", "..", "yamlfiles", file)) {
+			t.Errorf("yamlfiles/%s is missing", file)
+			continue
+		}
 		t.Run(file, func(t *testing.T) {
 			o.Sidecars = true
-			out, err := Generate(o)
+			out, err := Generate(allagents.All, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,15 +201,15 @@ func TestGenerateRejects(t *testing.T) {
 		agents []string
 		want   string
 	}{
-		{[]string{"oracle"}, `unknown agent "oracle" (agents: ` + strings.Join(AgentNames(), ", ") + ")"},
+		{[]string{"oracle"}, `unknown agent "oracle" (agents: ` + strings.Join(names(Table(allagents.All)), ", ") + ")"},
 		{nil, "no agent given"},
 		{[]string{" "}, "no agent given"},
 	} {
-		if _, err := Generate(Options{Agents: tc.agents}); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if _, err := Generate(allagents.All, Options{Agents: tc.agents}); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("agents %q: error %v, want %q", tc.agents, err, tc.want)
 		}
 	}
-	out, err := Generate(Options{Agents: []string{"congestion", "safe", "congestion"}, SchedulerName: "s"})
+	out, err := Generate(allagents.All, Options{Agents: []string{"congestion", "safe", "congestion"}, SchedulerName: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +226,7 @@ func TestGenerateRejects(t *testing.T) {
 // scheduler's own fit check, as TAS's configuration has it; otherwise those pods stay Pending
 // with "Insufficient telemetry/scheduling".
 func TestTelemetryManagesTASResource(t *testing.T) {
-	out, err := Generate(Options{Agents: []string{"safe", "telemetry"}})
+	out, err := Generate(allagents.All, Options{Agents: []string{"safe", "telemetry"}})
 	if err != nil {
 		t.Fatal(err)
 	}

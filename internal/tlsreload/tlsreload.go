@@ -24,6 +24,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 
@@ -32,18 +33,18 @@ const DefaultReloadInterval = 5 * time.Second
 
 // Config is the TLS configuration of a server. With no CertFile the server speaks plain HTTP.
 type Config struct {
-	CertFile       string        `json:"certFile" env:"TLS_CERT_FILE" flag:"tls-cert-file" help:"PEM certificate (chain) to serve HTTPS with; empty serves plain HTTP; re-read when it changes"`
-	KeyFile        string        `json:"keyFile" env:"TLS_KEY_FILE" flag:"tls-key-file" help:"PEM private key of TLS_CERT_FILE; re-read when it changes"`
-	ClientCAFile   string        `json:"clientCAFile" env:"TLS_CLIENT_CA_FILE" flag:"tls-client-ca-file" help:"PEM CA bundle: when set, every client must present a certificate it signed (mutual TLS); re-read when it changes"`
-	MinVersion     string        `json:"minVersion" env:"TLS_MIN_VERSION" flag:"tls-min-version" help:"lowest TLS version accepted: 1.2 or 1.3"`
-	AllowedClients string        `json:"allowedClients" env:"TLS_ALLOWED_CLIENTS" flag:"tls-allowed-clients" help:"comma-separated names (certificate CN or DNS SAN) of the clients accepted; empty accepts any client TLS_CLIENT_CA_FILE signed"`
-	ReloadInterval time.Duration `json:"reloadInterval" env:"TLS_RELOAD_INTERVAL" flag:"tls-reload-interval" help:"how often the certificate, key and CA files are checked for changes"`
+	CertFile       string             `json:"certFile" env:"TLS_CERT_FILE" flag:"tls-cert-file" help:"PEM certificate (chain) to serve HTTPS with; empty serves plain HTTP; re-read when it changes"`
+	KeyFile        string             `json:"keyFile" env:"TLS_KEY_FILE" flag:"tls-key-file" help:"PEM private key of TLS_CERT_FILE; re-read when it changes"`
+	ClientCAFile   string             `json:"clientCAFile" env:"TLS_CLIENT_CA_FILE" flag:"tls-client-ca-file" help:"PEM CA bundle: when set, every client must present a certificate it signed (mutual TLS); re-read when it changes"`
+	MinVersion     string             `json:"minVersion" env:"TLS_MIN_VERSION" flag:"tls-min-version" help:"lowest TLS version accepted: 1.2 or 1.3"`
+	AllowedClients string             `json:"allowedClients" env:"TLS_ALLOWED_CLIENTS" flag:"tls-allowed-clients" help:"comma-separated names (certificate CN or DNS SAN) of the clients accepted; empty accepts any client TLS_CLIENT_CA_FILE signed"`
+	ReloadInterval framework.Duration `json:"reloadInterval" env:"TLS_RELOAD_INTERVAL" flag:"tls-reload-interval" help:"how often the certificate, key and CA files are checked for changes"`
 }
 
 // DefaultConfig is plain HTTP, TLS 1.2 and up once a certificate is given, files polled every
 // DefaultReloadInterval.
 func DefaultConfig() Config {
-	return Config{MinVersion: "1.2", ReloadInterval: DefaultReloadInterval}
+	return Config{MinVersion: "1.2", ReloadInterval: framework.Duration(DefaultReloadInterval)}
 }
 
 // Enabled reports whether the configuration serves TLS.
@@ -70,7 +71,7 @@ func (c Config) Validate() error {
 	if err := settings.OneOf("minVersion", c.MinVersion, "1.2", "1.3"); err != nil {
 		errs = append(errs, err)
 	}
-	if err := settings.Range("reloadInterval", c.ReloadInterval, 100*time.Millisecond, time.Hour); err != nil {
+	if err := settings.Range("reloadInterval", c.ReloadInterval.D(), 100*time.Millisecond, time.Hour); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -238,7 +239,7 @@ func (r *Reloader) Reload() (bool, error) {
 // Run polls the files every ReloadInterval until ctx is done, logging each change and each
 // failure (a failure is logged once until the files change again).
 func (r *Reloader) Run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.ReloadInterval)
+	t := time.NewTicker(r.cfg.ReloadInterval.D())
 	defer t.Stop()
 	lastErr := ""
 	for {

@@ -25,6 +25,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 
@@ -338,7 +339,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.CertFile, cfg.KeyFile, cfg.ClientCAFile = filepath.Join(root, "tls.crt"), filepath.Join(root, "tls.key"), filepath.Join(root, "ca.crt")
-	cfg.ReloadInterval = 200 * time.Millisecond
+	cfg.ReloadInterval = framework.Duration(200 * time.Millisecond)
 	r, err := New(cfg, quietLog())
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +388,7 @@ func TestRotationUnderLoad(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	swapped := time.Now()
 	swap("gen2")
-	deadline := swapped.Add(cfg.ReloadInterval + 2*time.Second)
+	deadline := swapped.Add(cfg.ReloadInterval.D() + 2*time.Second)
 	for {
 		mu.Lock()
 		n := seen[second]

@@ -44,6 +44,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/settings"
 )
 
 // Adapter holds the plugins made of a list of agents. It is safe for concurrent use.
@@ -68,9 +69,9 @@ type spec struct {
 	filter, prioritizer bool
 }
 
-// New returns the plugins of the agents regs. The functions each agent offers are read from an
-// instance built with its default configuration and no cluster access. Two agents offering a
-// function of the same name, or an agent offering no function, is an error.
+// New returns the plugins of the agents regs, whose functions each Registration names (no agent
+// is built here). Two agents offering a function of the same name, or an agent offering no
+// function, is an error.
 func New(regs []framework.Registration) (*Adapter, error) {
 	a := &Adapter{regs: map[string]framework.Registration{}, specs: map[string]spec{}, profiles: map[fwk.Handle]map[string]*agentSlot{}}
 	for _, r := range regs {
@@ -78,17 +79,6 @@ func New(regs []framework.Registration) (*Adapter, error) {
 			return nil, fmt.Errorf("agent %s is listed twice", r.Name)
 		}
 		a.regs[r.Name] = r
-		probe, err := r.New(r.NewConfig(), framework.NewHandle(nil))
-		if errors.Is(err, framework.ErrNoCluster) {
-			// An agent that cannot even be built without its own cluster access (telemetry:
-			// dynamic informers from a REST config) is not offered as plugins: see
-			// docs/plugin-mode.md.
-			delete(a.regs, r.Name)
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("agent %s with its default configuration: %w", r.Name, err)
-		}
 		add := func(name string, filter bool) error {
 			s, ok := a.specs[name]
 			if ok && s.agent != r.Name {
@@ -106,17 +96,17 @@ func New(regs []framework.Registration) (*Adapter, error) {
 			a.specs[name] = s
 			return nil
 		}
-		for _, f := range probe.Filters() {
-			if err := add(f.Name, true); err != nil {
+		for _, f := range r.Filters {
+			if err := add(f, true); err != nil {
 				return nil, err
 			}
 		}
-		for _, p := range probe.Prioritizers() {
+		for _, p := range r.Prioritizers {
 			if err := add(p.Name, false); err != nil {
 				return nil, err
 			}
 		}
-		if len(probe.Filters())+len(probe.Prioritizers()) == 0 {
+		if len(r.Filters)+len(r.Prioritizers) == 0 {
 			return nil, fmt.Errorf("agent %s offers no function", r.Name)
 		}
 	}
@@ -272,6 +262,10 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
 	h := agentHandle(fh, log, a)
 	agent, err := reg.New(cfg, h)
+	var fe *settings.FieldError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("pluginConfig args: %w", describe(err))
+	}
 	if err != nil {
 		return err
 	}

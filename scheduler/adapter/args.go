@@ -26,9 +26,10 @@ type fileConfig interface {
 
 // decodeArgs returns the agent's configuration from a plugin's pluginConfig args: the agent's
 // defaults (reg.NewConfig), overwritten by the fields args gives, then the agent's own file when
-// it has one, checked by Validate. given is false when there are no args (nil, or no raw bytes):
-// the defaults are returned, unchecked. Args are decoded strictly: field names are the JSON
-// names, case-sensitive; an unknown or repeated field is an error naming it.
+// it has one. given is false when there are no args (nil, or no raw bytes): the defaults are
+// returned. Args are decoded strictly: field names are the JSON names, case-sensitive; an
+// unknown or repeated field is an error naming it. The values are checked once, by the agent's
+// constructor (Validate), whose errors describe renders.
 func decodeArgs(reg framework.Registration, args runtime.Object) (cfg framework.Config, given bool, err error) {
 	cfg = reg.NewConfig()
 	if args == nil {
@@ -73,20 +74,19 @@ func decodeArgs(reg framework.Registration, args runtime.Object) (cfg framework.
 			return nil, false, err
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, false, describe(err)
-	}
 	return cfg, true, nil
 }
 
-// describe returns Validate's error with each settings.FieldError on its own line as
-// "invalid <field>: <problem>", the field being its JSON name in the args.
+// describe returns Validate's error (as the agent's constructor returns it, wrapped or not) with
+// each settings.FieldError on its own line as "invalid <field>: <problem>", the field being its
+// JSON name in the args.
 func describe(err error) error {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
+	errs := []error{err}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+			break
+		}
 	}
 	out := make([]error, len(errs))
 	for i, e := range errs {

@@ -5,10 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kube-safe-scheduler/extender/agents/gang"
 	"github.com/kube-safe-scheduler/extender/agents/pigeon"
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 // TestArgsWithConfigFile: pigeon's configFile fills the fields the args leave out, as it fills
@@ -46,5 +49,48 @@ func TestArgsYAML(t *testing.T) {
 	}
 	if _, given, err := decodeArgs(pigeon.Registration, nil); err != nil || given {
 		t.Fatalf("no args: given %v, error %v; want the defaults", given, err)
+	}
+}
+
+// TestArgsDuration: a duration in the args is text ("250ms", as metav1.Duration); a number
+// there is an error naming the field, never a count of nanoseconds. The range is the agent's
+// constructor's check, rendered as the adapter's build renders it.
+func TestArgsDuration(t *testing.T) {
+	for _, tc := range []struct {
+		name, args string
+		want       time.Duration // when wantErr is empty
+		wantErr    string
+	}{
+		{name: "text", args: `{"cacheWait": "250ms"}`, want: 250 * time.Millisecond},
+		{name: "yaml text", args: "cacheWait: 1s", want: time.Second},
+		{name: "a number", args: `{"cacheWait": 2}`,
+			wantErr: "invalid cacheWait: json: cannot unmarshal number into Go struct field Config.cacheWait of type framework.Duration"},
+		{name: "a bad string", args: `{"cacheWait": "2"}`, wantErr: `invalid cacheWait: "2" is not a duration`},
+		{name: "out of range", args: `{"cacheWait": "1m"}`, wantErr: "invalid cacheWait: 1m0s is out of range [0s, 4s]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := runtime.ContentTypeJSON
+			if !strings.HasPrefix(tc.args, "{") {
+				ct = runtime.ContentTypeYAML
+			}
+			cfg, _, err := decodeArgs(gang.Registration, &runtime.Unknown{Raw: []byte(tc.args), ContentType: ct})
+			if err == nil {
+				if _, err = gang.Registration.New(cfg, framework.NewHandle(nil)); err != nil {
+					err = describe(err)
+				}
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.(*gang.Config).CacheWait.D(); got != tc.want {
+				t.Errorf("cacheWait %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

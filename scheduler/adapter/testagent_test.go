@@ -45,7 +45,9 @@ func (c testConfig) Validate() error {
 
 type testAgent struct{ cfg testConfig }
 
-var testRegistration = framework.Register(testAgentName, defaultTestConfig, newTestAgent)
+var testRegistration = framework.Register(testAgentName, defaultTestConfig, newTestAgent, testOffer)
+
+var testOffer = framework.Offer{Filters: []string{testFit}, Prioritizers: []framework.Weighted{{Name: testFit, Weight: 1}, {Name: testRank, Weight: 1}}}
 
 func newTestAgent(cfg testConfig, _ framework.Handle) (*testAgent, error) {
 	if err := cfg.Validate(); err != nil {
