@@ -207,9 +207,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			fmt.Fprintf(stderr, "configuration error:\nagent %s:\n%v\n", r.Name, ac.bound.Describe(err))
 			return 2
 		}
-		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view, Metrics: reg}
+		h := framework.Handle{Log: log.WithField("agent", r.Name), Metrics: reg}
 		if state != nil {
-			h.Client, h.Events = state.Client(), state.Events(r.Name)
+			h = state.Handle(h, r.Name)
 		}
 		a, err := r.New(ac.cfg, h)
 		if errors.Is(err, framework.ErrNoCluster) && !set.Explicit("AGENTS") && len(selected) > 1 {
