@@ -28,7 +28,6 @@ package adapter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -39,6 +38,11 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -60,6 +64,10 @@ type Adapter struct {
 	// profiles holds the agents built for each profile (keyed by the profile's framework
 	// handle), by agent name.
 	profiles map[fwk.Handle]map[string]*agentSlot
+	// dynamic is the process's one factory of informers over other resources (custom
+	// resources), shared by every profile's agents; built from the scheduler's client
+	// configuration by the first agent build that has one.
+	dynamic dynamicinformer.DynamicSharedInformerFactory
 }
 
 // spec is what a plugin is: an agent's filter function, prioritize function, or both, of one name.
@@ -69,23 +77,20 @@ type spec struct {
 }
 
 // New returns the plugins of the agents regs. The functions each agent offers are read from an
-// instance built with its default configuration and no cluster access. Two agents offering a
-// function of the same name, or an agent offering no function, is an error.
+// instance built with its default configuration and a probe handle (see probeHandle). Two
+// agents offering a function of the same name, or an agent offering no function, is an error.
 func New(regs []framework.Registration) (*Adapter, error) {
+	ph, err := probeHandle()
+	if err != nil {
+		return nil, err
+	}
 	a := &Adapter{regs: map[string]framework.Registration{}, specs: map[string]spec{}, profiles: map[fwk.Handle]map[string]*agentSlot{}}
 	for _, r := range regs {
 		if _, dup := a.regs[r.Name]; dup {
 			return nil, fmt.Errorf("agent %s is listed twice", r.Name)
 		}
 		a.regs[r.Name] = r
-		probe, err := r.New(r.NewConfig(), framework.NewHandle(nil))
-		if errors.Is(err, framework.ErrNoCluster) {
-			// An agent that cannot even be built without its own cluster access (telemetry:
-			// dynamic informers from a REST config) is not offered as plugins: see
-			// docs/plugin-mode.md.
-			delete(a.regs, r.Name)
-			continue
-		}
+		probe, err := r.New(r.NewConfig(), ph)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s with its default configuration: %w", r.Name, err)
 		}
@@ -269,11 +274,22 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 
 // build makes the slot's agent from cfg and points every plugin already created at its
 // functions.
+//
+// Informers: those an agent asks of the scheduler's SharedInformerFactory are started, and
+// waited for, by kube-scheduler itself once every plugin is built (app.Run starts the factory
+// after Setup built the profiles); those it asks of Handle.Dynamic are started here, before the
+// agent's Start, as the extender starts them before its agents'.
 func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
-	h := agentHandle(fh, log, a)
+	h, err := a.agentHandle(fh, log)
+	if err != nil {
+		return err
+	}
 	agent, err := reg.New(cfg, h)
 	if err != nil {
 		return err
+	}
+	if h.Dynamic != nil {
+		h.Dynamic.Start(ctx.Done())
 	}
 	// Background work (reward's learner) starts with the agent and stops with the scheduler.
 	if st, ok := agent.(framework.Starter); ok {
@@ -310,8 +326,12 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 }
 
 // agentHandle is what agents get in plugin mode: a logger into klog, the cluster as the
-// scheduler's snapshot sees it, the scheduler's client and event recorder.
-func agentHandle(fh fwk.Handle, log klog.Logger, a *Adapter) framework.Handle {
+// scheduler's snapshot sees it, and the scheduler's own means of reaching the cluster: its
+// shared informer factory (the scheduler's pod and node informers: no second watch in the
+// process), client, client configuration and event recorder, with the adapter's dynamic
+// informer factory over that configuration. A field the framework handle lacks (tests build
+// frameworks with a client only) stays nil.
+func (a *Adapter) agentHandle(fh fwk.Handle, log klog.Logger) (framework.Handle, error) {
 	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, a)}
 	if c := fh.ClientSet(); c != nil {
 		h.Client = c
@@ -319,8 +339,49 @@ func agentHandle(fh fwk.Handle, log klog.Logger, a *Adapter) framework.Handle {
 	if r := fh.EventRecorder(); r != nil {
 		h.Events = eventRecorder{r}
 	}
-	return h
+	if f := fh.SharedInformerFactory(); f != nil {
+		h.Informers = f
+	}
+	if rc := fh.KubeConfig(); rc != nil {
+		h.KubeConfig = rest.CopyConfig(rc)
+		if a.dynamic == nil {
+			dyn, err := dynamic.NewForConfig(rest.CopyConfig(rc))
+			if err != nil {
+				return framework.Handle{}, fmt.Errorf("dynamic client: %w", err)
+			}
+			a.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+		}
+		h.Dynamic = a.dynamic
+	}
+	return h, nil
 }
+
+// probeHandle is the handle New builds each agent with to learn its functions. Plugin mode
+// always has cluster access, so the probe has every cluster field (an agent that needs them,
+// telemetry, could not be built otherwise), over a client configuration no request ever uses:
+// nothing is started, and an agent's New does not call the API server.
+func probeHandle() (framework.Handle, error) {
+	rc := &rest.Config{Host: "https://kube-safe-scheduler.probe.invalid"}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return framework.Handle{}, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return framework.Handle{}, err
+	}
+	h := framework.NewHandle(nil)
+	h.Client, h.KubeConfig = client, rc
+	h.Informers = informers.NewSharedInformerFactory(client, 0)
+	h.Dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	h.Events = discardEvents{}
+	return h, nil
+}
+
+// discardEvents is the probe's event recorder.
+type discardEvents struct{}
+
+func (discardEvents) Event(runtime.Object, string, string, string) {}
 
 // stateKey is the CycleState key of a plugin's verdicts (kind filter) or scores (kind score).
 func stateKey(kind, name string) fwk.StateKey {

@@ -109,13 +109,14 @@ func TestAgentsAnswerAsTheExtender(t *testing.T) {
 	nodes, pods := agentCluster()
 	a := newAdapter(t, agents.All...)
 	names := a.Names()
-	if want := []string{"congestion", "gang", "pigeon-holing", "reward", "safe-balance", "safe-overload", "template-label", "template-score"}; !slices.Equal(names, want) {
+	if want := []string{"congestion", "gang", "pigeon-holing", "reward", "safe-balance", "safe-overload", "telemetry-policy", "template-label", "template-score"}; !slices.Equal(names, want) {
 		t.Fatalf("plugins %v, want %v", names, want)
 	}
 	cluster := staticCluster{nodes: nodes, pods: pods}
 	handlers := map[string]http.Handler{}
-	// The agents this cluster exercises; gang and reward learn from pod events that only the
-	// extender's informer delivers (docs/plugin-mode.md): their plugin mode is not compared here.
+	// The agents this cluster exercises; gang, reward and telemetry answer from informers
+	// (pod events, PodGroups, TASPolicies) and are compared end to end, against a real API
+	// server (e2e/plugins_test.go).
 	compared := []string{"congestion", "pigeon", "safe", "template"}
 	names = slices.DeleteFunc(names, func(n string) bool { agent, _, _ := a.Describe(n); return !slices.Contains(compared, agent) })
 	for _, r := range agents.All {
