@@ -138,13 +138,18 @@ func TestPluginsReward(t *testing.T) {
 	if got := schedule(t, c, spec("spark-again", "podtype", "spark")); got == "node-2" {
 		t.Errorf("spark-again landed on node-2 after the restart: the learned reward was lost")
 	}
-	deadline := time.Now().Add(lease + 20*time.Second)
-	for {
-		if _, w, _ := storedRows(t, c); w == restarted {
-			break
+	lastWriter := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(writers) == 0 {
+			return ""
 		}
+		return writers[len(writers)-1]
+	}
+	deadline := time.Now().Add(lease + 20*time.Second)
+	for lastWriter() != restarted {
 		if time.Now().After(deadline) {
-			t.Fatalf("the restarted scheduler (%s) never wrote the table; writers %v", restarted, writers)
+			t.Fatalf("the restarted scheduler (%s) never wrote the table; writers %v", restarted, lastWriter())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
