@@ -280,7 +280,7 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 // after Setup built the profiles); those it asks of Handle.Dynamic are started here, before the
 // agent's Start, as the extender starts them before its agents'.
 func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
-	h, err := a.agentHandle(fh, log)
+	h, err := a.agentHandle(ctx, fh, log)
 	if err != nil {
 		return err
 	}
@@ -331,16 +331,18 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 // process), client, client configuration and event recorder, with the adapter's dynamic
 // informer factory over that configuration. A field the framework handle lacks (tests build
 // frameworks with a client only) stays nil.
-func (a *Adapter) agentHandle(fh fwk.Handle, log klog.Logger) (framework.Handle, error) {
+func (a *Adapter) agentHandle(ctx context.Context, fh fwk.Handle, log klog.Logger) (framework.Handle, error) {
 	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, a)}
 	if c := fh.ClientSet(); c != nil {
 		h.Client = c
 	}
-	if r := fh.EventRecorder(); r != nil {
-		h.Events = eventRecorder{r}
-	}
+	var sending func() bool // see eventRecorder
 	if f := fh.SharedInformerFactory(); f != nil {
 		h.Informers = f
+		sending = f.Core().V1().Pods().Informer().HasSynced
+	}
+	if r := fh.EventRecorder(); r != nil {
+		h.Events = newEventRecorder(ctx, r, sending)
 	}
 	if rc := fh.KubeConfig(); rc != nil {
 		h.KubeConfig = rest.CopyConfig(rc)
