@@ -170,10 +170,7 @@ func (s *Cache) Dynamic() dynamicinformer.DynamicSharedInformerFactory { return 
 // informer factories, client, client configuration and a recorder of events whose source is
 // component.
 func (s *Cache) Handle(h framework.Handle, component string) framework.Handle {
-	h.Cluster, h.Informers, h.Client, h.Events = s, s.factory, s.client, s.Events(component)
-	if s.dynamic != nil {
-		h.Dynamic = s.dynamic
-	}
+	h.Cluster, h.Informers, h.Dynamic, h.Client, h.Events = s, s.factory, s.dynamic, s.client, s.Events(component)
 	h.KubeConfig = s.RESTConfig()
 	return h
 }
