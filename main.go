@@ -246,12 +246,6 @@ func (st *startup) buildAgents(log logrus.FieldLogger, state *cluster.Cache, reg
 	if err != nil {
 		return nil, fmt.Errorf("invalid AGENTS (or --agents): %w", err)
 	}
-	// view stays nil without cluster access (a nil *cluster.Cache in the interface would not be
-	// nil).
-	var view framework.Cluster
-	if state != nil {
-		view = state
-	}
 	var agents []framework.Agent
 	for _, r := range st.registrations {
 		if !slices.Contains(selected, r.Name) {
@@ -263,9 +257,9 @@ func (st *startup) buildAgents(log logrus.FieldLogger, state *cluster.Cache, reg
 				return nil, fmt.Errorf("agent %s: %w", r.Name, err)
 			}
 		}
-		h := framework.Handle{Log: log.WithField("agent", r.Name), Cluster: view, Metrics: reg}
+		h := framework.Handle{Log: log.WithField("agent", r.Name), Metrics: reg}
 		if state != nil {
-			h.Client, h.Events = state.Client(), state.Events(r.Name)
+			h = state.Handle(h, r.Name)
 		}
 		a, err := r.New(ac.cfg, h)
 		if errors.Is(err, framework.ErrNoCluster) && !st.set.Explicit("AGENTS") && len(selected) > 1 {

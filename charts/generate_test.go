@@ -33,6 +33,9 @@ type chartCall struct {
 	BindVerb       string `json:"bindVerb,omitempty"`
 	PreemptVerb    string `json:"preemptVerb,omitempty"`
 	Ignorable      bool   `json:"ignorable"`
+	// ManagedResources are extended resources the scheduler leaves to the extender (TAS's
+	// telemetry/scheduling), each ignoredByScheduler.
+	ManagedResources []string `json:"managedResources,omitempty"`
 }
 
 type chartPlugin struct {
@@ -88,9 +91,18 @@ func settingsOf(t *testing.T, v reflect.Value, out map[string]chartSetting) {
 	}
 }
 
+// managed returns the names of rs.
+func managed(rs []schedconfig.ManagedResource) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
 func chartAgents(t *testing.T) map[string]chartAgent {
 	out := map[string]chartAgent{}
-	for _, a := range schedconfig.Agents {
+	for _, a := range schedconfig.Table(agents.All) {
 		ca := chartAgent{Port: a.Port, Settings: map[string]chartSetting{}}
 		seen := map[string]bool{}
 		plugin := func(verb string, w int64) {
@@ -108,7 +120,7 @@ func chartAgents(t *testing.T) map[string]chartAgent {
 		}
 		for _, c := range a.Calls {
 			ca.Calls = append(ca.Calls, chartCall{FilterVerb: c.FilterVerb, PrioritizeVerb: c.PrioritizeVerb, Weight: c.Weight,
-				BindVerb: c.BindVerb, PreemptVerb: c.PreemptVerb, Ignorable: !c.HoldOnError})
+				BindVerb: c.BindVerb, PreemptVerb: c.PreemptVerb, Ignorable: !c.HoldOnError, ManagedResources: managed(c.ManagedResources)})
 			if c.FilterVerb != "" {
 				plugin(c.FilterVerb, 0)
 			}
@@ -131,7 +143,7 @@ func chartAgents(t *testing.T) map[string]chartAgent {
 		out[a.Name] = ca
 	}
 	if len(out) != len(agents.All) {
-		t.Fatalf("schedconfig.Agents has %d agents, agents.All %d", len(out), len(agents.All))
+		t.Fatalf("schedconfig.Table has %d agents, agents.All %d", len(out), len(agents.All))
 	}
 	return out
 }

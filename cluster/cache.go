@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -21,6 +25,11 @@ import (
 
 // Cache is the informer-backed view of the cluster. Build it with Connect or NewCache, start it
 // once with Start; every method is safe for concurrent use, before and after the caches sync.
+//
+// Its node and pod informers are those of a shared informer factory (Informers), which agents
+// use for their own handlers and listers (framework.Handle.Informers): one watch of pods and
+// one of nodes per process. Informers over other resources come from its dynamic informer
+// factory (Dynamic). Start runs every informer asked for before it.
 type Cache struct {
 	client kubernetes.Interface
 	// rest is the client configuration, nil for a Cache built over a given clientset.
@@ -28,8 +37,11 @@ type Cache struct {
 	log    *logrus.Entry
 	health *apiHealth
 
-	nodes cache.SharedIndexInformer
-	pods  cache.SharedIndexInformer
+	factory informers.SharedInformerFactory
+	// dynamic is nil for a Cache built without a dynamic client.
+	dynamic dynamicinformer.DynamicSharedInformerFactory
+	nodes   cache.SharedIndexInformer
+	pods    cache.SharedIndexInformer
 	// podsHandled reports that the allocation handler has seen the pods' initial list.
 	podsHandled cache.ResourceEventHandlerRegistration
 
@@ -43,8 +55,6 @@ type Cache struct {
 
 	startOnce sync.Once
 	events    events
-	// extra are the informers agents added with Watch (watch.go).
-	extra extraInformers
 }
 
 // podShare is one pod's part of its node's allocation.
@@ -68,36 +78,54 @@ func Connect(cfg Config, log *logrus.Entry, userAgent string) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Custom resources are read as JSON (they have no protobuf form).
+	drc := rest.CopyConfig(rc)
+	drc.ContentType, drc.AcceptContentTypes = "application/json", "application/json"
+	dyn, err := dynamic.NewForConfig(drc)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
 	log.WithField("apiserver", rc.Host).Info("cluster access configured")
-	s := newCache(client, log, health)
+	s := newCache(client, dyn, log, health)
 	s.rest = rest.CopyConfig(rc)
 	return s, nil
 }
 
-// NewCache builds the Cache over client (tests hand it a fake clientset). Nothing is listed
-// before Start.
-func NewCache(client kubernetes.Interface, log *logrus.Entry) *Cache {
-	return newCache(client, log, newAPIHealth(log))
+// NewCache builds the Cache over client and dyn (tests hand it fake clients; dyn may be nil:
+// the Cache then has no dynamic informer factory). Nothing is listed before Start.
+func NewCache(client kubernetes.Interface, dyn dynamic.Interface, log *logrus.Entry) *Cache {
+	return newCache(client, dyn, log, newAPIHealth(log))
 }
 
-func newCache(client kubernetes.Interface, log *logrus.Entry, health *apiHealth) *Cache {
+func newCache(client kubernetes.Interface, dyn dynamic.Interface, log *logrus.Entry, health *apiHealth) *Cache {
 	s := &Cache{
 		client:       client,
 		log:          log,
 		health:       health,
 		contribution: map[string]podShare{},
 		alloc:        map[string]framework.Amounts{},
+		factory:      informers.NewSharedInformerFactory(client, 0),
 	}
-	s.nodes = coreinformers.NewNodeInformer(client, 0, cache.Indexers{})
-	// Terminated pods hold no resources: leave them in the API server. A pod that terminates
-	// leaves the watch's selection and arrives as a deletion.
-	s.pods = coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.AndSelectors(
-				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-			).String()
-		})
+	if dyn != nil {
+		s.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	}
+	// The factory's node and pod informers are these (InformerFor registers them by type:
+	// Informers().Core().V1().Pods() returns the same informer).
+	s.nodes = s.factory.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewNodeInformer(c, resync, cache.Indexers{})
+	})
+	// Terminated pods hold no resources: leave them in the API server (as kube-scheduler's pod
+	// informer does). A pod that terminates leaves the watch's selection and arrives as a
+	// deletion.
+	s.pods = s.factory.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{},
+			func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.AndSelectors(
+					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+				).String()
+			})
+	})
 	for kind, inf := range map[string]cache.SharedIndexInformer{"nodes": s.nodes, "pods": s.pods} {
 		// Neither call can fail before the informer starts.
 		_ = inf.SetTransform(strip)
@@ -129,20 +157,46 @@ func (s *Cache) RESTConfig() *rest.Config {
 	return rest.CopyConfig(s.rest)
 }
 
-// Start runs the informers until ctx is done or stop is called; stop returns once they have
-// stopped. Only the first call starts anything.
+// Informers returns the shared informer factory whose node and pod informers the Cache runs.
+// Informers asked of it before Start run with the Cache's.
+func (s *Cache) Informers() informers.SharedInformerFactory { return s.factory }
+
+// Dynamic returns the factory of informers over other resources (custom resources), nil for a
+// Cache built without a dynamic client. Informers asked of it before Start run with the
+// Cache's; the Cache's readiness (HasSynced) does not wait for them.
+func (s *Cache) Dynamic() dynamicinformer.DynamicSharedInformerFactory { return s.dynamic }
+
+// Handle returns h with its cluster fields filled from the Cache: the view itself, its
+// informer factories, client, client configuration and a recorder of events whose source is
+// component.
+func (s *Cache) Handle(h framework.Handle, component string) framework.Handle {
+	h.Cluster, h.Informers, h.Dynamic, h.Client, h.Events = s, s.factory, s.dynamic, s.client, s.Events(component)
+	h.KubeConfig = s.RESTConfig()
+	return h
+}
+
+// Start runs the informers asked for so far (the node and pod informers, and those agents
+// asked for) until ctx is done or stop is called; stop returns once they have stopped. Only the
+// first call starts anything.
 func (s *Cache) Start(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	started := false
 	s.startOnce.Do(func() {
 		s.log.Info("starting the node and pod informers")
-		wg.Go(func() { s.nodes.RunWithContext(ctx) })
-		wg.Go(func() { s.pods.RunWithContext(ctx) })
-		s.extra.run(ctx, &wg)
+		started = true
+		s.factory.Start(ctx.Done())
+		if s.dynamic != nil {
+			s.dynamic.Start(ctx.Done())
+		}
 	})
 	return func() {
 		cancel()
-		wg.Wait()
+		if started {
+			s.factory.Shutdown()
+			if s.dynamic != nil {
+				s.dynamic.Shutdown()
+			}
+		}
 		s.events.shutdown()
 	}
 }

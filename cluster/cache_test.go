@@ -35,7 +35,7 @@ func quietLog() *logrus.Entry {
 func startCache(t *testing.T, objs ...runtime.Object) (*Cache, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	s := NewCache(client, quietLog())
+	s := NewCache(client, nil, quietLog())
 	if s.HasSynced() {
 		t.Fatal("HasSynced before Start")
 	}
@@ -225,7 +225,7 @@ func TestStateAllocationFollowsEvents(t *testing.T) {
 // deliver out of the usual order: a deletion seen only as a tombstone, an update for a pod
 // never seen added, a pod recreated under the same name on another node.
 func TestAllocationHandlers(t *testing.T) {
-	s := NewCache(fake.NewClientset(), quietLog())
+	s := NewCache(fake.NewClientset(), nil, quietLog())
 	check := func(step, node string, want framework.Amounts) {
 		t.Helper()
 		if diff := cmp.Diff(want, s.Allocated(node)); diff != "" {
@@ -276,7 +276,7 @@ func TestAllocationHandlers(t *testing.T) {
 // TestAllocatedConcurrentReads reads the maps Allocated returns, without locks, while the
 // handlers update them; run with -race.
 func TestAllocatedConcurrentReads(t *testing.T) {
-	s := NewCache(fake.NewClientset(), quietLog())
+	s := NewCache(fake.NewClientset(), nil, quietLog())
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 4 {

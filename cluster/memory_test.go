@@ -65,7 +65,7 @@ func measureCache(b *testing.B, stripped bool) (mib, bytesPerObject float64) {
 	objs = nil
 	base := liveHeap()
 
-	s := NewCache(client, quietLog())
+	s := NewCache(client, nil, quietLog())
 	if !stripped {
 		identity := func(o any) (any, error) { return o, nil }
 		_ = s.nodes.SetTransform(identity)

@@ -10,7 +10,8 @@ import (
 // TestDemo runs make run's program (e2e/cmd/demo) with -exit: it must print its placement
 // table, with the outcomes its nodes are built for (node-4's measured usage fails safe-overload,
 // node-6 lacks the template label, the GPU job finds no acceptable node, node-4's node_cpu fails
-// the telemetry policy and gets its deschedule label), and stop cleanly.
+// the telemetry policy and gets its deschedule label), then the same workload through
+// kube-safe-scheduler side by side with a line comparing the placements, and stop cleanly.
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion", "pigeon", "template", "telemetry")
@@ -33,6 +34,7 @@ func TestDemo(t *testing.T) {
 		"train-1 is pending: 0/6 nodes are available",
 		"telemetry-policy rejects node-4: telemetry policy default/demo-policy: node_cpu 97 > 90 (",
 		"telemetry deschedule labels [node-4] demo-policy=violating",
+		"EXTENDERS (my-scheduler)", "PLUGINS (kube-safe-scheduler)", "Plugin mode placed ",
 		"export KUBECONFIG=",
 	} {
 		if !strings.Contains(string(out), want) {

@@ -46,10 +46,10 @@ func TestGangYAML(t *testing.T) {
 	schedule(t, c, harness.PodSpec{Name: "loose-0"})
 
 	t.Run("riya", func(t *testing.T) {
-		holdsUntilQuorum(t, c, "g", map[string]string{"podGroup": "g", "minAvailable": "3"}, "minAvailable")
+		holdsUntilQuorum(t, c, schedulerName, "g", map[string]string{"podGroup": "g", "minAvailable": "3"}, "minAvailable")
 	})
 	t.Run("coscheduling", func(t *testing.T) {
-		holdsUntilQuorum(t, c, "pg", map[string]string{"scheduling.x-k8s.io/pod-group": "pg"}, "minMember")
+		holdsUntilQuorum(t, c, schedulerName, "pg", map[string]string{"scheduling.x-k8s.io/pod-group": "pg"}, "minMember")
 	})
 	t.Run("burst", func(t *testing.T) {
 		// Three members created back to back, as a Job or ReplicaSet creates them.
@@ -86,14 +86,14 @@ func TestGangYAML(t *testing.T) {
 	})
 }
 
-// holdsUntilQuorum creates the three members of group name (labels put them in it; minField
+// holdsUntilQuorum creates, for scheduler, the three members of group name (labels put them in it; minField
 // names the minimum in the reason) one by one: the first two stay pending with the reason, and
 // the third brings all three to bind. It logs how long after the third's creation each bound.
-func holdsUntilQuorum(t *testing.T, c *harness.Cluster, name string, labels map[string]string, minField string) {
+func holdsUntilQuorum(t *testing.T, c *harness.Cluster, scheduler, name string, labels map[string]string, minField string) {
 	t.Helper()
 	pods := []string{name + "-0", name + "-1", name + "-2"}
 	for i, p := range pods[:2] {
-		c.CreatePod(t, harness.PodSpec{Name: p, SchedulerName: schedulerName, Labels: labels})
+		c.CreatePod(t, harness.PodSpec{Name: p, SchedulerName: scheduler, Labels: labels})
 		e := c.WaitForEvent(t, "default", p, "FailedScheduling",
 			fmt.Sprintf("pod group default/%s has %d of 3 pods (%s 3)", name, i+1, minField))
 		t.Logf("%s: %s", p, e.Message)
@@ -108,7 +108,7 @@ func holdsUntilQuorum(t *testing.T, c *harness.Cluster, name string, labels map[
 	}
 
 	created := time.Now()
-	c.CreatePod(t, harness.PodSpec{Name: pods[2], SchedulerName: schedulerName, Labels: labels})
+	c.CreatePod(t, harness.PodSpec{Name: pods[2], SchedulerName: scheduler, Labels: labels})
 	bound := waitBound(t, c, pods, created)
 	t.Logf("group %s at quorum: bound after the third member's creation: %s %.1fs, %s %.1fs, %s %.1fs", name,
 		pods[0], bound[pods[0]].Seconds(), pods[1], bound[pods[1]].Seconds(), pods[2], bound[pods[2]].Seconds())

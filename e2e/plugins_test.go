@@ -28,6 +28,7 @@ import (
 const (
 	pluginsFile          = "scheduler.plugins.yaml"
 	pluginSchedulerName  = "safe-scheduler"
+	quorumSchedulerName  = "quorum-scheduler" // the plugin file's second profile: the gang filter
 	pluginServiceAccount = "system:serviceaccount:kube-system:safe-scheduler"
 )
 
@@ -270,11 +271,11 @@ func TestPluginsBadArgs(t *testing.T) {
 }
 
 // TestPluginFileShape checks what the plugin file promises beyond validation: its scheduler runs
-// the kube-safe-scheduler image (dockerfiles/Dockerfile.scheduler) with leader election on, one
+// the kube-safe-scheduler image (dockerfiles/Dockerfile.scheduler) with leader election on, a
 // profile safe-scheduler whose plugins are agent functions (their names are the routes' last
 // element, as the extender built with -tags all reports them) with weights, safe-overload among
 // them as filter and score (and the gang plugin pod-group, without weight), and pluginConfig
-// only for enabled plugins.
+// only for enabled plugins; and a profile quorum-scheduler with the gang filter alone.
 func TestPluginFileShape(t *testing.T) {
 	d := loadDeployment(t, pluginsFile)
 	if d.Deployment.Namespace != "kube-system" || len(d.Sidecars) != 0 {
@@ -316,8 +317,11 @@ func TestPluginFileShape(t *testing.T) {
 	if len(cfg.Extenders) != 0 {
 		t.Errorf("plugin mode with %d extenders", len(cfg.Extenders))
 	}
-	if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != pluginSchedulerName {
-		t.Fatalf("profiles %+v, want one named %s", cfg.Profiles, pluginSchedulerName)
+	if len(cfg.Profiles) != 2 || cfg.Profiles[0].SchedulerName != pluginSchedulerName || cfg.Profiles[1].SchedulerName != quorumSchedulerName {
+		t.Fatalf("profiles %+v, want %s and %s", cfg.Profiles, pluginSchedulerName, quorumSchedulerName)
+	}
+	if q := cfg.Profiles[1].Plugins.MultiPoint.Enabled; len(q) != 1 || q[0].Name != "gang" {
+		t.Errorf("%s enables %+v, want the gang filter alone", quorumSchedulerName, q)
 	}
 	functions := map[string][]string{} // function name -> its routes' kinds
 	for _, routes := range agentRoutes(t) {
@@ -340,7 +344,7 @@ func TestPluginFileShape(t *testing.T) {
 		}
 		enabled = append(enabled, p.Name)
 	}
-	for _, want := range []string{"safe-overload", "safe-balance", "congestion", "pigeon-holing"} {
+	for _, want := range []string{"safe-overload", "safe-balance", "congestion", "pigeon-holing", "reward", "telemetry-policy"} {
 		if !slices.Contains(enabled, want) {
 			t.Errorf("plugin %s is not enabled (enabled: %v)", want, enabled)
 		}

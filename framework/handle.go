@@ -8,22 +8,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Handle is what a program gives every agent it builds: the same for every agent, whichever
-// way the agents are run.
+// way the agents are run. It carries, explicitly, everything an agent may use of the cluster
+// (as kube-scheduler's framework.Handle does for a plugin): an agent reaches the cluster through
+// these fields and nothing else. Without cluster access every cluster field is nil.
+//
+// The extender fills the cluster fields from its informer cache (package cluster); plugin mode
+// fills them from kube-scheduler's own handle (the scheduler's informer factory, client,
+// configuration and event recorder), so that an agent's informers are the scheduler's.
 type Handle struct {
 	// Log is the agent's logger, never nil (tests may give a discarding one: see NewHandle).
 	Log *logrus.Entry
-	// Cluster is the read-only view of the cluster, nil when the program runs without cluster
-	// access.
+	// Cluster is the read-only view of the cluster (nodes, pods, each node's allocation) for
+	// use while judging a pod, in a filter or prioritize function.
 	Cluster Cluster
-	// Client writes to the API server (node labels, bindings, the agent's own objects); nil
-	// without cluster access.
+	// Informers is the process's shared informer factory: one informer per resource per
+	// process. Its pod informer is the one the program already runs (non-terminated pods only:
+	// a pod that turns Succeeded or Failed arrives as a deletion, as in kube-scheduler), and so
+	// is its node informer; an agent that needs pod or node events adds a handler to them
+	// (Informers.Core().V1().Pods().Informer().AddEventHandler). Objects are shared: never
+	// modify them. An informer an agent asks for in New is started, and waited for, with the
+	// program's own (before Start).
+	Informers informers.SharedInformerFactory
+	// Dynamic gives informers over resources that Informers does not type (custom resources
+	// such as PodGroups or TASPolicies), as *unstructured.Unstructured. Informers asked for in
+	// New are running when Start is called; the program does not wait for them to sync (a
+	// resource whose definition is not installed must not hold back the other agents):
+	// the agent checks HasSynced itself.
+	Dynamic dynamicinformer.DynamicSharedInformerFactory
+	// KubeConfig is the client configuration (a copy each agent may change), for clients of
+	// API groups Client does not serve (the custom metrics API).
+	KubeConfig *rest.Config
+	// Client writes to the API server (node labels, bindings, the agent's own objects).
 	Client kubernetes.Interface
-	// Events records Kubernetes events on objects (a policy that does not validate, say); nil
-	// without cluster access.
+	// Events records Kubernetes events on objects (a policy that does not validate, say).
 	Events EventRecorder
 	// Metrics registers the agent's own Prometheus collectors, served with the extender's at
 	// /metrics; nil when the program collects no metrics (tests): an agent then keeps none.
@@ -32,9 +56,9 @@ type Handle struct {
 }
 
 // Starter is implemented by an agent with background work (watching objects, refreshing
-// values): the program calls Start once, after the cluster view has started and before it
-// serves. Start returns once the work is under way; the work runs until ctx is done. An error
-// stops the program.
+// values): the program calls Start once, after the informers the agent asked for in New have
+// started and before it serves. Start returns once the work is under way; the work runs until
+// ctx is done. An error stops the program.
 type Starter interface {
 	Start(ctx context.Context) error
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
@@ -60,14 +59,6 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Port:    5406,
 })
 
-// Cluster is what the agent needs of the cluster view besides framework.Cluster: the events of
-// the shared pod informer, to keep per-group counts, and an informer over PodGroup objects. The
-// extender's cluster.Cache provides both.
-type Cluster interface {
-	AddPodHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
-	Watch(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error)
-}
-
 // Agent is the gang agent. It is safe for concurrent use.
 type Agent struct {
 	cfg    Config
@@ -88,8 +79,9 @@ var _ framework.Agent = (*Agent)(nil)
 var ErrNoClusterAccess = errors.New("the gang agent counts each group's pods in the cluster and needs cluster access, " +
 	"which is off: set CLUSTER_ACCESS=auto (the default) and give a kubeconfig (KUBECONFIG) or run in a pod")
 
-// New returns the agent for cfg. It registers its pod handler and its PodGroup informer with
-// h.Cluster (which must implement Cluster); they start with the cluster view.
+// New returns the agent for cfg. It adds its handler to the shared pod informer
+// (h.Informers) and asks h.Dynamic for an informer over PodGroup objects; both start with the
+// program's informers.
 //
 // Without cluster access New still succeeds, with a warning naming CLUSTER_ACCESS: one image
 // built with every agent (-tags all) serves them all by default, with or without cluster
@@ -99,25 +91,17 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid gang config: %w", err)
 	}
-	if h.Cluster == nil {
+	if h.Informers == nil || h.Dynamic == nil {
 		h.Log.Warn(ErrNoClusterAccess.Error() + "; pods of a group will fail the gang filter")
 		return &Agent{log: h.Log, unavailable: ErrNoClusterAccess}, nil
 	}
-	src, ok := h.Cluster.(Cluster)
-	if !ok {
-		err := fmt.Errorf("the gang agent needs pod events and PodGroup objects, which this cluster view (%T) does not give", h.Cluster)
-		h.Log.Warn(err.Error() + "; pods of a group will fail the gang filter")
-		return &Agent{log: h.Log, unavailable: err}, nil
-	}
 	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts()}
-	reg, err := src.AddPodHandler(a.counts.Handler())
+	reg, err := h.Informers.Core().V1().Pods().Informer().AddEventHandler(a.counts.Handler())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("adding the gang agent's pod handler: %w", err)
 	}
 	a.podsSynced = reg.HasSynced
-	if a.groups, err = src.Watch(PodGroupResource); err != nil {
-		return nil, err
-	}
+	a.groups = h.Dynamic.ForResource(PodGroupResource).Informer()
 	// A missing PodGroup definition is the likely failure: say how to fix it, once (client-go
 	// retries with backoff; later failures are logged at DEBUG).
 	var warned atomic.Bool

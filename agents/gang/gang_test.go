@@ -15,32 +15,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
-// fakeCluster gives the agent a pod informer over a fake clientset and a PodGroup informer over
-// a fake dynamic client, as cluster.Cache gives the real ones.
+// fakeCluster gives the agent informer factories over a fake clientset and a fake dynamic
+// client, as the programs give it the real ones (framework.Handle).
 type fakeCluster struct {
-	framework.Cluster // not called by the agent
-	client            *fake.Clientset
-	pods, groups      cache.SharedIndexInformer
-}
-
-func (f *fakeCluster) AddPodHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	return f.pods.AddEventHandler(h)
-}
-
-func (f *fakeCluster) Watch(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
-	if gvr != PodGroupResource {
-		return nil, errors.New("unexpected resource " + gvr.String())
-	}
-	return f.groups, nil
+	client  *fake.Clientset
+	typed   informers.SharedInformerFactory
+	dynamic dynamicinformer.DynamicSharedInformerFactory
 }
 
 func podGroupObject(ns, name string, minMember int64) *unstructured.Unstructured {
@@ -56,23 +44,24 @@ func newFakeCluster(pods []runtime.Object, groups ...runtime.Object) *fakeCluste
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{PodGroupResource: "PodGroupList"}, groups...)
 	return &fakeCluster{
-		client: client,
-		pods:   coreinformers.NewPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{}),
-		groups: dynamicinformer.NewFilteredDynamicInformer(dyn, PodGroupResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
+		client:  client,
+		typed:   informers.NewSharedInformerFactory(client, 0),
+		dynamic: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 	}
 }
 
+// start runs the informers the agent asked for, as a program does after building its agents.
 func (f *fakeCluster) start(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	t.Cleanup(cancel)
-	go f.pods.RunWithContext(ctx)
-	go f.groups.RunWithContext(ctx)
+	t.Cleanup(func() { cancel(); f.typed.Shutdown(); f.dynamic.Shutdown() })
+	f.typed.Start(ctx.Done())
+	f.dynamic.Start(ctx.Done())
 }
 
 func newAgent(t *testing.T, f *fakeCluster) *Agent {
 	t.Helper()
 	h := framework.NewHandle(nil)
-	h.Cluster = f
+	h.Informers, h.Dynamic, h.Client = f.typed, f.dynamic, f.client
 	a, err := New(DefaultConfig(), h)
 	if err != nil {
 		t.Fatal(err)

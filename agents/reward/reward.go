@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings"
@@ -105,19 +106,14 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Port:         5407,
 })
 
-// podWatcher is what the agent needs of the cluster cache beyond framework.Cluster: pod changes
-// (cluster.Cache.OnPodUpdate; the same method set as cluster.PodSubscriber).
-type podWatcher interface {
-	OnPodUpdate(fn func(old, new *corev1.Pod)) (synced func() bool, err error)
-}
-
 // Agent is the reward agent.
 type Agent struct {
 	cfg    Config
 	log    *logrus.Entry
 	client kubernetes.Interface
-	pods   podWatcher
-	now    func() time.Time
+	// pods is the shared pod informer the learner follows (nil without cluster access).
+	pods cache.SharedIndexInformer
+	now  func() time.Time
 
 	table *table
 	store *store
@@ -136,8 +132,9 @@ var (
 	_ framework.Preempter = (*Agent)(nil)
 )
 
-// New returns the agent for cfg. Without cluster access (h.Cluster or h.Client nil) it learns
-// nothing and scores every node by the initial reward.
+// New returns the agent for cfg. It learns from the shared pod informer (h.Informers) and keeps
+// its table through h.Client. Without cluster access (either nil) it learns nothing and scores
+// every node by the initial reward.
 func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid reward config: %w", err)
@@ -151,8 +148,8 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 			minObservations: cfg.MinObservations}, cfg.MaxEntries),
 		learner: newLearner(cfg.MTTF.D(), cfg.StartTimeout.D()),
 	}
-	if w, ok := h.Cluster.(podWatcher); ok && h.Client != nil {
-		a.pods = w
+	if h.Informers != nil && h.Client != nil {
+		a.pods = h.Informers.Core().V1().Pods().Informer()
 		a.store = newStore(cfg, h.Client, h.Log, a.table)
 	} else {
 		h.Log.Warn("no cluster access: the reward agent learns nothing and scores every node by its initial reward")
@@ -286,7 +283,37 @@ func (a *Agent) apply(obs []observation) {
 	}
 }
 
-// onPod learns from one pod change (called by the pod informer, one change at a time).
+// podEvents turns fn into a handler of the pod informer's events: an addition has old nil (pods
+// already in the cache arrive as additions), a deletion has new nil and old the pod's last
+// known state (also when the informer missed the deletion itself).
+func podEvents(fn func(old, new *corev1.Pod)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				fn(nil, p)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Pod)
+			n, ok2 := newObj.(*corev1.Pod)
+			if ok1 && ok2 {
+				fn(o, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				fn(p, nil)
+			}
+		},
+	}
+}
+
+// onPod learns from one pod change (called by the pod informer, one change at a time). The
+// informer leaves terminated pods out (in both modes, as kube-scheduler's does): a pod that
+// turns Succeeded or Failed arrives as a deletion carrying its last non-terminated state.
 func (a *Agent) onPod(old, new *corev1.Pod) {
 	if new != nil {
 		a.mu.Lock()

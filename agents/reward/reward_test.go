@@ -15,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
@@ -30,15 +32,22 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
-// fakeCluster hands the agent's pod subscription to the test.
+// fakeCluster gives the agent an informer factory over the fake clientset, never started: the
+// test plays the pod informer, calling the agent's handler (podEvents) one change at a time.
 type fakeCluster struct {
-	framework.Cluster
-	fn func(old, new *corev1.Pod)
+	a *Agent
 }
 
-func (f *fakeCluster) OnPodUpdate(fn func(old, new *corev1.Pod)) (func() bool, error) {
-	f.fn = fn
-	return func() bool { return true }, nil
+func (f *fakeCluster) fn(old, new *corev1.Pod) {
+	h := podEvents(f.a.onPod)
+	switch {
+	case old == nil:
+		h.OnAdd(new, false)
+	case new == nil:
+		h.OnDelete(cache.DeletedFinalStateUnknown{Key: old.Namespace + "/" + old.Name, Obj: old})
+	default:
+		h.OnUpdate(old, new)
+	}
 }
 
 // newAgent returns an agent over a fake clientset holding objs, its clock at t0, started (table
@@ -49,9 +58,8 @@ func newAgent(t *testing.T, env map[string]string, client *fake.Clientset) (*Age
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &fakeCluster{}
 	h := framework.NewHandle(nil)
-	h.Cluster, h.Client = fc, client
+	h.Informers, h.Client = informers.NewSharedInformerFactory(client, 0), client
 	a, err := New(cfg, h)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +71,7 @@ func newAgent(t *testing.T, env map[string]string, client *fake.Clientset) (*Age
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return a, fc, c
+	return a, &fakeCluster{a: a}, c
 }
 
 type podOpt func(*corev1.Pod)

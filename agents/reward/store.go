@@ -229,7 +229,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.mu.Lock()
 	a.since = a.table.since()
 	a.mu.Unlock()
-	if _, err := a.pods.OnPodUpdate(a.onPod); err != nil {
+	if _, err := a.pods.AddEventHandler(podEvents(a.onPod)); err != nil {
 		return fmt.Errorf("subscribing to pod changes: %w", err)
 	}
 	go a.store.elect(ctx)

@@ -143,13 +143,13 @@ func (l *labeler) changes(node string, current, want map[string]string, deschedu
 // (after the hold), with one merge patch per node that needs one: setting a label to the value
 // it has, or removing one that is gone, changes nothing, so several replicas may do it.
 func (a *Agent) reconcileLabels(ctx context.Context, now time.Time, v Values) {
-	if a.h.Cluster == nil || a.h.Client == nil {
+	if a.h.Client == nil {
 		return
 	}
 	policies := a.policies.list()
 	deschedule := a.policies.descheduleKeys()
 	seen := map[string]bool{}
-	for _, n := range a.h.Cluster.Nodes() {
+	for _, n := range a.nodes() {
 		seen[n.Name] = true
 		due := a.labels.changes(n.Name, n.Labels, wantedLabels(policies, v, n.Name, now, a.cfg.MaxAge.D()), deschedule, now)
 		if len(due) == 0 {

@@ -44,7 +44,7 @@ func TestReconcileLabels(t *testing.T) {
 	)
 	src := &fakeSource{data: map[string]map[string]Sample{"node_cpu": {"hot": {Value: 97, Time: t0}, "cool": {Value: 20, Time: t0}}}}
 	a, _ := testAgent(t, DefaultConfig(), src, policyObject(t, demoPolicy))
-	a.h.Client, a.h.Cluster = client, clientCluster{client}
+	a.h.Client, a.nodes = client, clientCluster{client}.Nodes
 	a.labels.hold = 0
 	label := func(node string) map[string]string {
 		n, _ := client.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})

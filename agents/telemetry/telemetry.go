@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -116,6 +117,11 @@ type Agent struct {
 	labels   *labeler
 	metrics  *agentMetrics
 	now      func() time.Time
+	// policiesSynced waits until the policy informer has delivered its first list (false when
+	// its context ends first).
+	policiesSynced func(context.Context) bool
+	// nodes lists the nodes to label.
+	nodes func() []*corev1.Node
 }
 
 var (
@@ -123,26 +129,18 @@ var (
 	_ framework.Starter = (*Agent)(nil)
 )
 
-// restConfigurer is what the extender's cluster view offers (cluster.Cache): the client
-// configuration, for the clients of other API groups this agent needs.
-type restConfigurer interface {
-	RESTConfig() *rest.Config
-}
-
-// New returns the agent for cfg. It needs cluster access: it watches TASPolicy objects and
-// labels nodes.
+// New returns the agent for cfg. It needs cluster access: it watches TASPolicy objects
+// (h.Dynamic), reads the custom metrics API (h.KubeConfig) and labels nodes (h.Informers'
+// node lister, h.Client).
 func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid telemetry config: %w", err)
 	}
-	var rc *rest.Config
-	if r, ok := h.Cluster.(restConfigurer); ok {
-		rc = r.RESTConfig()
-	}
-	if h.Cluster == nil || h.Client == nil || rc == nil {
+	if h.Informers == nil || h.Dynamic == nil || h.KubeConfig == nil || h.Client == nil {
 		return nil, fmt.Errorf("%w: the telemetry agent watches TASPolicy objects and labels nodes; "+
 			"set CLUSTER_ACCESS=auto and give a kubeconfig (KUBECONFIG), or run in a pod with a service account", framework.ErrNoCluster)
 	}
+	rc := rest.CopyConfig(h.KubeConfig)
 	rc.ContentType, rc.AcceptContentTypes = "application/json", "application/json"
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
@@ -161,10 +159,26 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	return newAgent(cfg, h, dyn, src)
 }
 
-// newAgent builds the agent from its parts (tests give a fake dynamic client and source).
+// newAgent builds the agent from its parts (tests give a fake dynamic client, informer factory
+// and source). h.Dynamic is required: the policy informer is one of its informers.
 func newAgent(cfg Config, h framework.Handle, dyn dynamic.Interface, src Source) (*Agent, error) {
 	a := &Agent{cfg: cfg, log: h.Log, h: h, dyn: dyn, source: src, now: time.Now}
 	a.policies = newPolicyStore()
+	synced, err := a.watchPolicies(h.Dynamic)
+	if err != nil {
+		return nil, err
+	}
+	a.policiesSynced = synced
+	a.nodes = func() []*corev1.Node { return nil }
+	if h.Informers != nil {
+		// The shared node informer: a lister is safe to read from the refresh goroutine, in
+		// both modes (plugin mode's Cluster is the scheduler's snapshot, for use within a cycle).
+		lister := h.Informers.Core().V1().Nodes().Lister()
+		a.nodes = func() []*corev1.Node {
+			nodes, _ := lister.List(labels.Everything())
+			return nodes
+		}
+	}
 	a.labels = newLabeler(cfg.DescheduleHold.D())
 	a.values.Store(&Values{})
 	a.metrics = newAgentMetrics(src.Name())
@@ -192,11 +206,11 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 // policySyncTimeout bounds Start's wait for the first list of policies.
 const policySyncTimeout = 30 * time.Second
 
-// Start implements framework.Starter: it starts the policy informer, waits (at most
-// policySyncTimeout) for its first list, reads the metrics once, then refreshes them every
+// Start implements framework.Starter: it waits (at most policySyncTimeout) for the policy
+// informer's first list (the informer runs with the program's, h.Dynamic), reads the metrics once, then refreshes them every
 // SyncPeriod until ctx is done.
 func (a *Agent) Start(ctx context.Context) error {
-	synced := a.watchPolicies(ctx)
+	synced := a.policiesSynced
 	wait, cancel := context.WithTimeout(ctx, policySyncTimeout)
 	defer cancel()
 	if _, err := a.dyn.Resource(PolicyResource).List(wait, metav1.ListOptions{Limit: 1}); apierrors.IsNotFound(err) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"sigs.k8s.io/yaml"
 
@@ -207,14 +208,19 @@ func testAgent(t *testing.T, cfg Config, src Source, objs ...runtime.Object) (*A
 	ev := &fakeEvents{}
 	h := framework.NewHandle(nil)
 	h.Events = ev
+	h.Dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	a, err := newAgent(cfg, h, dyn, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.now = func() time.Time { return t0 }
+	// The program starts the informers the agent asked for.
+	ctx, stop := context.WithCancel(t.Context())
+	t.Cleanup(func() { stop(); h.Dynamic.Shutdown() })
+	h.Dynamic.Start(ctx.Done())
 	wait, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if !a.watchPolicies(t.Context())(wait) {
+	if !a.policiesSynced(wait) {
 		t.Fatal("the policy informer did not sync")
 	}
 	return a, ev

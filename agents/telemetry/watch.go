@@ -2,13 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -103,12 +104,15 @@ func (s *policyStore) metrics() []string {
 	return out
 }
 
-// watchPolicies starts an informer on TASPolicy objects in every namespace, feeding the store
-// until ctx is done, and returns a function that waits until its first list is in (false when
-// its context ends first).
-func (a *Agent) watchPolicies(ctx context.Context) func(context.Context) bool {
-	inf := dynamicinformer.NewFilteredDynamicInformer(a.dyn, PolicyResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+// watchPolicies adds the policy store's handler to the informer on TASPolicy objects in every
+// namespace, which runs with the program's other informers (dyn), and returns a function that
+// waits until its first list is in (false when its context ends first).
+func (a *Agent) watchPolicies(dyn dynamicinformer.DynamicSharedInformerFactory) (func(context.Context) bool, error) {
+	if dyn == nil {
+		return nil, errors.New("the telemetry agent needs a dynamic informer factory (framework.Handle.Dynamic)")
+	}
+	inf := dyn.ForResource(PolicyResource).Informer()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.policyChanged(obj) },
 		UpdateFunc: func(_, obj any) { a.policyChanged(obj) },
 		DeleteFunc: func(obj any) {
@@ -121,10 +125,12 @@ func (a *Agent) watchPolicies(ctx context.Context) func(context.Context) bool {
 			}
 		},
 	})
-	go inf.RunWithContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("adding the TASPolicy handler: %w", err)
+	}
 	return func(wait context.Context) bool {
 		return cache.WaitForCacheSync(wait.Done(), inf.HasSynced, reg.HasSynced)
-	}
+	}, nil
 }
 
 // policyChanged validates a new or updated policy: what is usable of it is used; its problems

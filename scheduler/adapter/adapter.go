@@ -39,6 +39,9 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -61,6 +64,10 @@ type Adapter struct {
 	// profiles holds the agents built for each profile (keyed by the profile's framework
 	// handle), by agent name.
 	profiles map[fwk.Handle]map[string]*agentSlot
+	// dynamic is the process's one factory of informers over other resources (custom
+	// resources), shared by every profile's agents; built from the scheduler's client
+	// configuration by the first agent build that has one.
+	dynamic dynamicinformer.DynamicSharedInformerFactory
 }
 
 // spec is what a plugin is: an agent's filter function, prioritize function, or both, of one name.
@@ -259,8 +266,16 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 
 // build makes the slot's agent from cfg and points every plugin already created at its
 // functions.
+//
+// Informers: those an agent asks of the scheduler's SharedInformerFactory are started, and
+// waited for, by kube-scheduler itself once every plugin is built (app.Run starts the factory
+// after Setup built the profiles); those it asks of Handle.Dynamic are started here, before the
+// agent's Start, as the extender starts them before its agents'.
 func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Registration, cfg framework.Config, fh fwk.Handle, log klog.Logger) error {
-	h := agentHandle(fh, log, a)
+	h, err := a.agentHandle(ctx, fh, log)
+	if err != nil {
+		return err
+	}
 	agent, err := reg.New(cfg, h)
 	var fe *settings.FieldError
 	if errors.As(err, &fe) {
@@ -268,6 +283,9 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 	}
 	if err != nil {
 		return err
+	}
+	if h.Dynamic != nil {
+		h.Dynamic.Start(ctx.Done())
 	}
 	// Background work (reward's learner) starts with the agent and stops with the scheduler.
 	if st, ok := agent.(framework.Starter); ok {
@@ -304,16 +322,36 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 }
 
 // agentHandle is what agents get in plugin mode: a logger into klog, the cluster as the
-// scheduler's snapshot sees it, the scheduler's client and event recorder.
-func agentHandle(fh fwk.Handle, log klog.Logger, a *Adapter) framework.Handle {
+// scheduler's snapshot sees it, and the scheduler's own means of reaching the cluster: its
+// shared informer factory (the scheduler's pod and node informers: no second watch in the
+// process), client, client configuration and event recorder, with the adapter's dynamic
+// informer factory over that configuration. A field the framework handle lacks (tests build
+// frameworks with a client only) stays nil.
+func (a *Adapter) agentHandle(ctx context.Context, fh fwk.Handle, log klog.Logger) (framework.Handle, error) {
 	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, a)}
 	if c := fh.ClientSet(); c != nil {
 		h.Client = c
 	}
-	if r := fh.EventRecorder(); r != nil {
-		h.Events = eventRecorder{r}
+	var sending func() bool // see eventRecorder
+	if f := fh.SharedInformerFactory(); f != nil {
+		h.Informers = f
+		sending = f.Core().V1().Pods().Informer().HasSynced
 	}
-	return h
+	if r := fh.EventRecorder(); r != nil {
+		h.Events = newEventRecorder(ctx, r, sending)
+	}
+	if rc := fh.KubeConfig(); rc != nil {
+		h.KubeConfig = rest.CopyConfig(rc)
+		if a.dynamic == nil {
+			dyn, err := dynamic.NewForConfig(rest.CopyConfig(rc))
+			if err != nil {
+				return framework.Handle{}, fmt.Errorf("dynamic client: %w", err)
+			}
+			a.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+		}
+		h.Dynamic = a.dynamic
+	}
+	return h, nil
 }
 
 // stateKey is the CycleState key of a plugin's verdicts (kind filter) or scores (kind score).

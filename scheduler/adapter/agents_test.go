@@ -117,13 +117,14 @@ func TestAgentsAnswerAsTheExtender(t *testing.T) {
 		want = append(want, r.PrioritizerNames()...)
 	}
 	slices.Sort(want)
-	if want = slices.Compact(want); !slices.Equal(names, want) || !slices.Contains(names, "safe-overload") {
+	if want = slices.Compact(want); !slices.Equal(names, want) || !slices.Contains(names, "telemetry-policy") {
 		t.Fatalf("plugins %v, want %v", names, want)
 	}
 	cluster := staticCluster{nodes: nodes, pods: pods}
 	handlers := map[string]http.Handler{}
-	// The agents this cluster exercises; gang and reward learn from pod events that only the
-	// extender's informer delivers (docs/plugin-mode.md): their plugin mode is not compared here.
+	// The agents this cluster exercises; gang, reward and telemetry answer from informers
+	// (pod events, PodGroups, TASPolicies) and are compared end to end, against a real API
+	// server (e2e/plugins_test.go).
 	compared := []string{"congestion", "pigeon", "safe", "template"}
 	names = slices.DeleteFunc(names, func(n string) bool { agent, _, _ := a.Describe(n); return !slices.Contains(compared, agent) })
 	for _, r := range agents.All {

@@ -1,8 +1,10 @@
 package adapter
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,9 +143,78 @@ func amounts(ni fwk.NodeInfo) framework.Amounts {
 }
 
 // eventRecorder records agents' events through the scheduler's recorder (events.k8s.io).
-type eventRecorder struct{ r events.EventRecorder }
+//
+// kube-scheduler starts sending that recorder's events to the API server in app.Run, after
+// every plugin is built, and its broadcaster drops what is recorded before: an agent's events
+// from its New or Start (telemetry reporting an invalid policy it has just read) would be lost.
+// So until sending reports true (the scheduler's informers have synced, which Run starts after
+// the events), events are held, then sent in order.
+type eventRecorder struct {
+	r       events.EventRecorder
+	ctx     context.Context
+	sending func() bool
+
+	mu      sync.Mutex
+	held    []heldEvent
+	flushed bool // sending has reported true: no more holding
+}
+
+type heldEvent struct {
+	object                     runtime.Object
+	eventType, reason, message string
+}
+
+func newEventRecorder(ctx context.Context, r events.EventRecorder, sending func() bool) *eventRecorder {
+	return &eventRecorder{r: r, ctx: ctx, sending: sending, flushed: sending == nil}
+}
 
 // Event implements framework.EventRecorder.
-func (e eventRecorder) Event(object runtime.Object, eventType, reason, message string) {
-	e.r.Eventf(object, nil, eventType, reason, "Scheduling", "%s", message)
+func (e *eventRecorder) Event(object runtime.Object, eventType, reason, message string) {
+	e.mu.Lock()
+	if !e.flushed && e.sending() {
+		e.flushLocked()
+	}
+	if e.flushed {
+		e.mu.Unlock()
+		e.send(heldEvent{object, eventType, reason, message})
+		return
+	}
+	e.held = append(e.held, heldEvent{object, eventType, reason, message})
+	first := len(e.held) == 1
+	e.mu.Unlock()
+	if first {
+		go e.wait()
+	}
+}
+
+func (e *eventRecorder) send(ev heldEvent) {
+	e.r.Eventf(ev.object, nil, ev.eventType, ev.reason, "Scheduling", "%s", ev.message)
+}
+
+// flushLocked sends the held events and stops holding (e.mu held).
+func (e *eventRecorder) flushLocked() {
+	for _, ev := range e.held {
+		e.send(ev)
+	}
+	e.held, e.flushed = nil, true
+}
+
+// wait sends the held events once sending reports true (or drops them when ctx ends first).
+func (e *eventRecorder) wait() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		if e.flushed || e.sending() {
+			e.flushLocked()
+			e.mu.Unlock()
+			return
+		}
+		e.mu.Unlock()
+	}
 }

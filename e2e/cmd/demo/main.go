@@ -3,8 +3,10 @@
 // yamlfiles/extender.*.yaml deploy them. It creates nodes with varied usage statistics,
 // congestion and allocation, schedules a sample workload through my-scheduler and prints a
 // placement table: for each pod the node chosen and the runner-up, with each agent's verdict and
-// score on both, asked from the agents directly. Then it keeps the cluster up for kubectl until
-// Ctrl-C, and stops every process it started.
+// score on both, asked from the agents directly. Then it schedules the same workload again
+// through kube-safe-scheduler (the agents as plugins, plugin mode) and prints both placements
+// side by side. Then it keeps the cluster up for kubectl until Ctrl-C, and stops every process
+// it started.
 //
 // Usage: make run, or (in e2e/) go run ./cmd/demo [-exit]. With -exit (or DEMO_EXIT=1) it stops
 // after the table, for scripts and CI.
@@ -71,10 +73,14 @@ func main() {
 	fmt.Println()
 	printNodes(s, c)
 	fmt.Println()
-	placeWorkload(s, c, exts)
+	placed := placeWorkload(s, c, exts)
 	for _, n := range telemetryNotes(s, c) {
 		fmt.Println("  " + n)
 	}
+
+	step("plugin mode: the same workload through kube-safe-scheduler, the agents compiled in as plugins (scheduler/)")
+	fmt.Println()
+	placeWithPlugins(s, c, placed)
 
 	fmt.Printf(`
 The cluster is up. Use it with kubectl:
@@ -83,7 +89,8 @@ The cluster is up. Use it with kubectl:
   kubectl get taspolicies
   kubectl get pods -o wide
   kubectl get events --field-selector reason=FailedScheduling
-New pods with spec.schedulerName: my-scheduler go through the agents (see yamlfiles/test-pod.yaml).
+New pods with spec.schedulerName: my-scheduler go through the agents (see yamlfiles/test-pod.yaml),
+with spec.schedulerName: kube-safe-scheduler through the same agents as plugins.
 Logs: %s
 `, c.Kubeconfig, logHint())
 	if *exit {

@@ -248,7 +248,10 @@ func (j judgement) cell(e extender, node string) string {
 	return strings.Join(parts, " ")
 }
 
-func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) {
+// placeWorkload schedules the workload through the extenders and prints the table; it returns
+// where each pod went ("" for a pending pod).
+func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) map[string]string {
+	placed := map[string]string{}
 	ctx := s.Context()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	header := "POD\tNODE\t"
@@ -273,6 +276,7 @@ func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) {
 		}
 		c.CreatePod(s, spec)
 		chosen, failure := waitForOutcome(s, c, spec.Name)
+		placed[spec.Name] = chosen
 
 		row := func(label, node string) {
 			line := label + "\t" + node + "\t"
@@ -329,6 +333,7 @@ func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) {
 	for _, n := range notes {
 		fmt.Println("  " + n)
 	}
+	return placed
 }
 
 // runnerUp is the node, other than chosen, that passes every extender filter and has the best
