@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -16,18 +17,18 @@ import (
 // BenchmarkPluginsPerPod measures what the plugins add to one pod's scheduling cycle, in
 // process: PreFilter, the framework's Filter on every node (one call per node, as the scheduler
 // makes them, sequentially here), then PreScore and Score on every node, for the plugin sets of bench-e2e's
-// plugins modes. Realistic nodes (fixtures) carrying every agent's annotations, 8 pods bound on
-// each (for pigeon's allocation).
+// plugins modes. Realistic nodes (fixtures) carrying usage statistics as an annotator writes
+// them (fixtures.UsageStatistics) and congestion, 8 pods bound on each (for pigeon's
+// allocation).
 func BenchmarkPluginsPerPod(b *testing.B) {
+	now := time.Now()
 	for _, n := range []int{500, 2000} {
 		var nodes []*corev1.Node
 		var pods []*corev1.Pod
 		for i := range n {
-			node := fixtures.Node(i, map[string]string{
-				"mean-free-cpu": strconv.Itoa(8000 + (i*7919)%6000), "std-free-cpu": strconv.Itoa(500 + (i*104729)%1500),
-				"mean-free-memory": strconv.FormatInt(int64(30+(i*31)%30)<<30, 10), "std-free-memory": strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
-				"congestion-factor": strconv.Itoa((i * 37) % 100),
-			})
+			annotations := fixtures.UsageStatistics(i, 16000, 64<<30, now)
+			annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
+			node := fixtures.Node(i, annotations)
 			node.ResourceVersion = strconv.Itoa(i + 1)
 			nodes = append(nodes, &node)
 			for k := range 8 {
