@@ -206,6 +206,8 @@ type funcs struct {
 	prioritize framework.PrioritizeFunc
 	// cluster is the agent's Cluster, which records whether the agent has read it.
 	cluster *snapshotCluster
+	// requeue is what the agent says may change the filter's verdicts (nil: it does not say).
+	requeue *framework.RequeueOn
 	// ran tells that a function of the plugin has answered once.
 	ran atomic.Bool
 }
@@ -292,10 +294,13 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	fns.filter, fns.prioritize, fns.cluster = nil, nil, s.cluster
+	fns.filter, fns.prioritize, fns.cluster, fns.requeue = nil, nil, s.cluster, nil
 	for _, f := range s.agent.Filters() {
 		if f.Name == name {
 			fns.filter = f.Func
+			if r, ok := s.agent.(framework.Requeuer); ok {
+				fns.requeue = r.RequeueOn(name)
+			}
 		}
 	}
 	for _, p := range s.agent.Prioritizers() {
