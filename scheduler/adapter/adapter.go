@@ -338,36 +338,60 @@ func (a *Adapter) view(n *corev1.Node) *corev1.Node { return a.views.Get(n, fram
 // listViews holds the views of one list of nodes: the snapshot's list of every node, which
 // PreFilter and Cluster.Nodes ask for on every pod and which changes only when a node does.
 type listViews struct {
-	mu         sync.Mutex
-	src, views []*corev1.Node
+	mu   sync.Mutex
+	list *nodeList
 }
 
-// allViews returns a new slice of the views of the nodes of infos (those with a node), from the
-// cached list when infos holds the same node objects in the same order, which one pointer
-// comparison per node checks.
+// nodeList is one list of nodes with their views and each node's position in it. It is never
+// modified once built.
+type nodeList struct {
+	src, views []*corev1.Node
+	pos        map[string]int32
+}
+
+// nodeList returns the views of the nodes of infos, from the cached list when infos holds the
+// same node objects in the same order, which one pointer comparison per node checks. A list
+// with a NodeInfo without its node is not cached (it could not be compared): it is returned
+// with the nodes that have one, and cached false.
+func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
+	c := &a.all
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.list; l != nil && len(infos) == len(l.src) {
+		same := true
+		for i := 0; same && i < len(infos); i++ {
+			same = infos[i].Node() == l.src[i]
+		}
+		if same {
+			return l, true
+		}
+	}
+	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[string]int32, len(infos))}
+	for _, ni := range infos {
+		if n := ni.Node(); n != nil {
+			l.pos[n.Name] = int32(len(l.src))
+			l.src, l.views = append(l.src, n), append(l.views, a.view(n))
+		}
+	}
+	if len(l.src) != len(infos) {
+		c.list = nil
+		return l, false
+	}
+	c.list = l
+	return l, true
+}
+
+// allViews returns a new slice of the views of the nodes of infos (those with a node).
 func (a *Adapter) allViews(infos []fwk.NodeInfo) []*corev1.Node {
-	l := &a.all
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	same := len(infos) == len(l.src)
-	for i := 0; same && i < len(infos); i++ {
-		same = infos[i].Node() == l.src[i]
-	}
-	if !same {
-		src, views := make([]*corev1.Node, 0, len(infos)), make([]*corev1.Node, 0, len(infos))
-		for _, ni := range infos {
-			if n := ni.Node(); n != nil {
-				src, views = append(src, n), append(views, a.view(n))
-			}
-		}
-		if len(src) != len(infos) {
-			// A NodeInfo without its node: such a list is not cached (it could not be compared).
-			l.src, l.views = nil, nil
-			return views
-		}
-		l.src, l.views = src, views
-	}
+	l, _ := a.nodeList(infos)
 	return slices.Clone(l.views)
+}
+
+// lastList returns the list of nodes cached last (nil if none).
+func (a *Adapter) lastList() *nodeList {
+	a.all.mu.Lock()
+	defer a.all.mu.Unlock()
+	return a.all.list
 }
 
 // logrusTo returns a logrus logger for agents that writes into log: errors as errors, warnings

@@ -15,14 +15,15 @@ import (
 )
 
 // BenchmarkPluginsPerPod measures what the plugins add to one pod's scheduling cycle, in
-// process: PreFilter, the framework's Filter on every node (one call per node, as the scheduler
-// makes them, sequentially here), then PreScore and Score on every node, for the plugin sets of bench-e2e's
+// process: PreFilter, the framework's Filter node by node (sequentially here) from where the
+// last pod stopped until the scheduler's number of feasible nodes to find is reached (as
+// kube-scheduler does with percentageOfNodesToScore unset), then PreScore and Score on those, for the plugin sets of bench-e2e's
 // plugins modes. Realistic nodes (fixtures) carrying usage statistics as an annotator writes
 // them (fixtures.UsageStatistics) and congestion, 8 pods bound on each (for pigeon's
 // allocation).
 func BenchmarkPluginsPerPod(b *testing.B) {
 	now := time.Now()
-	for _, n := range []int{500, 2000} {
+	for _, n := range []int{500, 2000, 5000} {
 		var nodes []*corev1.Node
 		var pods []*corev1.Pod
 		for i := range n {
@@ -47,6 +48,8 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 					b.Fatal(err)
 				}
 				infos, _ := snap.NodeInfos().List()
+				toFind := feasibleToFind(len(infos))
+				start := 0
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
 					pod := fixtures.Pod(fmt.Sprintf("p-%d", i), "100m", "128Mi")
@@ -54,11 +57,22 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 					if _, s, _ := fw.RunPreFilterPlugins(b.Context(), state, pod); !s.IsSuccess() {
 						b.Fatal(s)
 					}
-					for _, ni := range infos {
-						if s := fw.RunFilterPlugins(b.Context(), state, pod, ni); s.Code() == fwk.Error {
+					// As the scheduler does: from where the last pod stopped, until enough
+					// feasible nodes are found.
+					var feasible []fwk.NodeInfo
+					k := 0
+					for ; k < len(infos) && len(feasible) < toFind; k++ {
+						ni := infos[(start+k)%len(infos)]
+						s := fw.RunFilterPlugins(b.Context(), state, pod, ni)
+						if s.Code() == fwk.Error {
 							b.Fatal(s)
 						}
+						if s.IsSuccess() {
+							feasible = append(feasible, ni)
+						}
 					}
+					start = (start + k) % len(infos)
+					infos := feasible
 					if s := fw.RunPreScorePlugins(b.Context(), state, pod, infos); !s.IsSuccess() {
 						b.Fatal(s)
 					}
@@ -69,4 +83,15 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 			})
 		}
 	}
+}
+
+// feasibleToFind is how many feasible nodes kube-scheduler looks for among n
+// (numFeasibleNodesToFind with the adaptive percentage: 50 % - n/125, at least 5 %, at least
+// 100 nodes).
+func feasibleToFind(n int) int {
+	if n < 100 {
+		return n
+	}
+	pct := max(50-n/125, 5)
+	return max(n*pct/100, 100)
 }
