@@ -8,12 +8,16 @@
 // its plugins carries them (see Adapter.Factory).
 //
 // How the framework's calls map onto the agents' functions:
-//   - PreFilter (once per cycle, with every node): the FilterFunc with every node at once; the
-//     rejections are kept in the CycleState. An error of the function is an Error status, which
-//     fails the pod's cycle as a failing extender filter does.
-//   - Filter (per node, in parallel): reads the node's verdict back. A rejection keeps its reason
-//     (Unschedulable, or UnschedulableAndUnresolvable). Enabled at filter without preFilter, it
-//     calls the FilterFunc with the one node instead.
+//   - PreFilter (once per cycle): caches the snapshot's node list and positions; no node is
+//     judged yet.
+//   - Filter (per node, in parallel): the FilterFunc judges the chunk of 16 consecutive nodes of
+//     the list holding the node, once per cycle (cycle.go), so only the nodes the scheduler asks
+//     about (percentageOfNodesToScore) are judged. A rejection keeps its reason (Unschedulable,
+//     or UnschedulableAndUnresolvable). An error of the function is an Error status, which fails
+//     the pod's cycle as a failing extender filter does. Enabled at filter without preFilter, it
+//     calls the FilterFunc with the one node.
+//   - EventsToRegister: what the agent declares may change its filter's verdicts
+//     (framework.Requeuer), with a queueing hint for node updates (requeue.go).
 //   - PreScore (once per cycle, with the feasible nodes): the PrioritizeFunc with every feasible
 //     node at once (a prioritizer may score a node relative to the others, like pigeon-holing);
 //     the scores, 0..10, are scaled to the framework's 0..100 and kept in the CycleState. An
