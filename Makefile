@@ -8,7 +8,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: chart all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e clean
+.PHONY: chart all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-perf clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -82,6 +82,12 @@ run:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(MAKE) load
+
+## bench-perf: kube-scheduler's own benchmark (scheduler_perf) with the agents as out-of-tree plugins,
+## against the etcd the e2e harness builds (make e2e builds it into .cache/bin)
+bench-perf:
+	cd scheduler && PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -tags perf -run '^$$' -timeout 60m \
+		-bench 'PerfScheduling/(SchedulingBasic|AnnotatedDefault|AnnotatedPlugins)/500Nodes$$' -benchtime 1x ./perf
 
 ## bench-e2e: pods/s of kube-scheduler alone and with the extenders, side by side
 bench-e2e:

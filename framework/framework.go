@@ -32,6 +32,10 @@ type Filter struct {
 	// scheduler configured for another extender the agent replaces reaches it unchanged (the
 	// telemetry agent answers Telemetry Aware Scheduling's "filter"). Optional.
 	Aliases []string
+	// WholeList: the verdict on a node depends on the other nodes judged in the same call (safe's
+	// adaptive filter asks whether any node can hold the pod). Plugin mode then judges every
+	// node of the scheduler's list in one call instead of chunk by chunk as the scheduler asks.
+	WholeList bool
 }
 
 // Prioritizer is a named prioritize function.

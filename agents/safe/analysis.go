@@ -373,11 +373,24 @@ func Rank(mu, sigma, t float64) float64 {
 // Risk returns the probability that the utilization exceeds t: 1 - Rank(mu, sigma, t) in exact
 // arithmetic. Where a Beta fits, it is the fit's upper tail computed directly (betaTails), so a
 // small risk keeps its digits instead of being lost in 1 - Rank.
+//
+// The tails it computes are remembered (see riskCache): the same arguments again, for the next
+// pod of the same request on a node whose statistics have not changed, cost a lookup.
 func Risk(mu, sigma, t float64) float64 {
 	rank, alpha, beta, decided := decide(mu, sigma, t)
 	if decided {
 		return 1 - rank
 	}
+	if r, ok := riskCache.get(mu, sigma, t); ok {
+		return r
+	}
+	r := tailRisk(alpha, beta, t)
+	riskCache.put(mu, sigma, t, r)
+	return r
+}
+
+// tailRisk is Risk for an undecided fit Beta(alpha, beta), computed.
+func tailRisk(alpha, beta, t float64) float64 {
 	_, q := betaTails(alpha, beta, t)
 	if q != q {
 		return 0 // as Rank: a NaN CDF is rank 1

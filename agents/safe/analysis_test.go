@@ -476,3 +476,29 @@ func TestRiskNotMonotoneInMu(t *testing.T) {
 		t.Errorf("Risk(0.05, 0.1, 0.5) = %v, want %v", lo, want)
 	}
 }
+
+// TestRiskMemoIdentical checks that Risk's memo changes no answer: for random arguments, more
+// than the memo has slots (so that entries evict each other) and each asked several times,
+// Risk returns the bits that computing the tail returns.
+func TestRiskMemoIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	type args struct{ mu, sigma, t float64 }
+	cases := make([]args, 3*riskSlots)
+	for i := range cases {
+		cases[i] = args{r.Float64(), 0.2 * r.Float64() * r.Float64(), []float64{0.5, 0.8, 0.9}[i%3]}
+	}
+	for pass := range 3 {
+		for _, c := range cases {
+			want := 0.0
+			rank, alpha, beta, decided := decide(c.mu, c.sigma, c.t)
+			if decided {
+				want = 1 - rank
+			} else {
+				want = tailRisk(alpha, beta, c.t)
+			}
+			if got := Risk(c.mu, c.sigma, c.t); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("pass %d: Risk(%v, %v, %v) = %v, computed %v", pass, c.mu, c.sigma, c.t, got, want)
+			}
+		}
+	}
+}

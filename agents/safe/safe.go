@@ -261,7 +261,9 @@ func (a *Agent) Name() string { return Name }
 
 // Filters implements framework.Agent.
 func (a *Agent) Filters() []framework.Filter {
-	return []framework.Filter{{Name: FilterOverload, Func: a.filterOverload}}
+	// The adaptive filter asks whether any node of the call can hold the pod: its verdicts
+	// depend on the whole list.
+	return []framework.Filter{{Name: FilterOverload, Func: a.filterOverload, WholeList: a.cfg.Filter == FilterAdaptive}}
 }
 
 // Prioritizers implements framework.Agent.

@@ -8,12 +8,16 @@
 // its plugins carries them (see Adapter.Factory).
 //
 // How the framework's calls map onto the agents' functions:
-//   - PreFilter (once per cycle, with every node): the FilterFunc with every node at once; the
-//     rejections are kept in the CycleState. An error of the function is an Error status, which
-//     fails the pod's cycle as a failing extender filter does.
-//   - Filter (per node, in parallel): reads the node's verdict back. A rejection keeps its reason
-//     (Unschedulable, or UnschedulableAndUnresolvable). Enabled at filter without preFilter, it
-//     calls the FilterFunc with the one node instead.
+//   - PreFilter (once per cycle): caches the snapshot's node list and positions; no node is
+//     judged yet.
+//   - Filter (per node, in parallel): the FilterFunc judges the chunk of 16 consecutive nodes of
+//     the list holding the node, once per cycle (cycle.go), so only the nodes the scheduler asks
+//     about (percentageOfNodesToScore) are judged. A rejection keeps its reason (Unschedulable,
+//     or UnschedulableAndUnresolvable). An error of the function is an Error status, which fails
+//     the pod's cycle as a failing extender filter does. Enabled at filter without preFilter, it
+//     calls the FilterFunc with the one node.
+//   - EventsToRegister: what the agent declares may change its filter's verdicts
+//     (framework.Requeuer), with a queueing hint for node updates (requeue.go).
 //   - PreScore (once per cycle, with the feasible nodes): the PrioritizeFunc with every feasible
 //     node at once (a prioritizer may score a node relative to the others, like pigeon-holing);
 //     the scores, 0..10, are scaled to the framework's 0..100 and kept in the CycleState. An
@@ -199,10 +203,14 @@ type agentSlot struct {
 
 // funcs are the agent functions behind one plugin, and what SignPod needs to know of them.
 type funcs struct {
-	filter     framework.FilterFunc
+	filter framework.FilterFunc
+	// wholeList: the filter judges every node of the list in one call (framework.Filter).
+	wholeList  bool
 	prioritize framework.PrioritizeFunc
 	// cluster is the agent's Cluster, which records whether the agent has read it.
 	cluster *snapshotCluster
+	// requeue is what the agent says may change the filter's verdicts (nil: it does not say).
+	requeue *framework.RequeueOn
 	// ran tells that a function of the plugin has answered once.
 	ran atomic.Bool
 }
@@ -304,10 +312,13 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	fns.filter, fns.prioritize, fns.cluster = nil, nil, s.cluster
+	fns.filter, fns.wholeList, fns.prioritize, fns.cluster, fns.requeue = nil, false, nil, s.cluster, nil
 	for _, f := range s.agent.Filters() {
 		if f.Name == name {
-			fns.filter = f.Func
+			fns.filter, fns.wholeList = f.Func, f.WholeList
+			if r, ok := s.agent.(framework.Requeuer); ok {
+				fns.requeue = r.RequeueOn(name)
+			}
 		}
 	}
 	for _, p := range s.agent.Prioritizers() {
@@ -365,36 +376,60 @@ func (a *Adapter) view(n *corev1.Node) *corev1.Node { return a.views.Get(n, fram
 // listViews holds the views of one list of nodes: the snapshot's list of every node, which
 // PreFilter and Cluster.Nodes ask for on every pod and which changes only when a node does.
 type listViews struct {
-	mu         sync.Mutex
-	src, views []*corev1.Node
+	mu   sync.Mutex
+	list *nodeList
 }
 
-// allViews returns a new slice of the views of the nodes of infos (those with a node), from the
-// cached list when infos holds the same node objects in the same order, which one pointer
-// comparison per node checks.
+// nodeList is one list of nodes with their views and each node's position in it. It is never
+// modified once built.
+type nodeList struct {
+	src, views []*corev1.Node
+	pos        map[string]int32
+}
+
+// nodeList returns the views of the nodes of infos, from the cached list when infos holds the
+// same node objects in the same order, which one pointer comparison per node checks. A list
+// with a NodeInfo without its node is not cached (it could not be compared): it is returned
+// with the nodes that have one, and cached false.
+func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
+	c := &a.all
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.list; l != nil && len(infos) == len(l.src) {
+		same := true
+		for i := 0; same && i < len(infos); i++ {
+			same = infos[i].Node() == l.src[i]
+		}
+		if same {
+			return l, true
+		}
+	}
+	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[string]int32, len(infos))}
+	for _, ni := range infos {
+		if n := ni.Node(); n != nil {
+			l.pos[n.Name] = int32(len(l.src))
+			l.src, l.views = append(l.src, n), append(l.views, a.view(n))
+		}
+	}
+	if len(l.src) != len(infos) {
+		c.list = nil
+		return l, false
+	}
+	c.list = l
+	return l, true
+}
+
+// allViews returns a new slice of the views of the nodes of infos (those with a node).
 func (a *Adapter) allViews(infos []fwk.NodeInfo) []*corev1.Node {
-	l := &a.all
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	same := len(infos) == len(l.src)
-	for i := 0; same && i < len(infos); i++ {
-		same = infos[i].Node() == l.src[i]
-	}
-	if !same {
-		src, views := make([]*corev1.Node, 0, len(infos)), make([]*corev1.Node, 0, len(infos))
-		for _, ni := range infos {
-			if n := ni.Node(); n != nil {
-				src, views = append(src, n), append(views, a.view(n))
-			}
-		}
-		if len(src) != len(infos) {
-			// A NodeInfo without its node: such a list is not cached (it could not be compared).
-			l.src, l.views = nil, nil
-			return views
-		}
-		l.src, l.views = src, views
-	}
+	l, _ := a.nodeList(infos)
 	return slices.Clone(l.views)
+}
+
+// lastList returns the list of nodes cached last (nil if none).
+func (a *Adapter) lastList() *nodeList {
+	a.all.mu.Lock()
+	defer a.all.mu.Unlock()
+	return a.all.list
 }
 
 // logrusTo returns a logrus logger for agents that writes into log: errors as errors, warnings

@@ -276,9 +276,15 @@ func TestFilterErrorFailsTheCycle(t *testing.T) {
 	a := newAdapter(t, testRegistration)
 	fw, snap := mustFramework(t, a, profileYAML(allPlugins, ""), nodes, nil)
 	pod := testPod("p", map[string]string{failAnno: ""})
-	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), schedframework.NewCycleState(), pod); s.Code() != fwk.Error ||
+	// PreFilter judges no node: the nodes are judged, and the error met, when Filter asks.
+	cycle := schedframework.NewCycleState()
+	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), cycle, pod); !s.IsSuccess() {
+		t.Fatalf("preFilter status %v, want success", s)
+	}
+	n1, _ := snap.NodeInfos().Get("n1")
+	if s := fw.RunFilterPlugins(t.Context(), cycle, pod, n1); s.Code() != fwk.Error ||
 		!strings.Contains(s.Message(), "filter failed: the test source is down") {
-		t.Fatalf("preFilter status %v, want Error with the agent's error", s)
+		t.Fatalf("filter status after preFilter %v, want Error with the agent's error", s)
 	}
 	// Enabled at filter alone, the plugin calls the function from Filter.
 	filterOnly, snap := mustFramework(t, a, profileYAML("filter:\n  enabled:\n  - name: test-fit\n", ""), nodes, nil)

@@ -89,35 +89,18 @@ var (
 // Name implements fwk.Plugin (both embedded plugins have the same name).
 func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
 
-// rejections are one cycle's rejections by a filter plugin, by node name; a node not in the
-// map passes.
-type rejections map[string]framework.Verdict
-
-// Clone implements fwk.StateData: the rejections are never modified once written.
-func (r rejections) Clone() fwk.StateData { return r }
-
-// PreFilter implements fwk.PreFilterPlugin: the agent's filter function judges every node of the
-// cycle in one call, which Filter then reads back node by node. One call costs the agent its
-// per-pod work once (the pod's requests, say) where a call per node would repeat it, at the price
-// of judging the nodes the scheduler would not have looked at. A filter function's error fails
-// the pod's cycle, as it would in Filter.
-func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	views := p.adapter.allViews(nodes)
-	verdicts, err := p.fns.filter(ctx, pod, views)
-	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+// PreFilter implements fwk.PreFilterPlugin: it prepares the cycle's verdicts (the snapshot's
+// node list and positions, cached while the list is unchanged), which Filter judges chunk by
+// chunk as the scheduler asks about nodes (see verdicts): the agent's per-pod work is done
+// once per chunk, not once per node, and the nodes the scheduler does not ask about (past
+// percentageOfNodesToScore) are not judged.
+func (p *filterPlugin) PreFilter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	list, _ := p.adapter.nodeList(nodes)
+	size := judgeChunk
+	if p.fns.wholeList {
+		size = len(list.views)
 	}
-	if len(verdicts) != len(views) {
-		return nil, fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for %d nodes", len(verdicts), len(views)))
-	}
-	out := rejections{}
-	for i, v := range verdicts {
-		if !v.Passes() {
-			out[views[i].Name] = v
-		}
-	}
-	state.Write(p.key, out)
-	p.fns.ran.Store(true)
+	state.Write(p.key, newVerdicts(list, size))
 	return nil, nil
 }
 
@@ -133,19 +116,29 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
 	var v framework.Verdict
-	if data, err := state.Read(p.key); err == nil {
-		v = data.(rejections)[node.Name]
-	} else {
-		verdicts, err := p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
-		if err != nil {
-			return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	var err error
+	judged := false
+	if data, rerr := state.Read(p.key); rerr == nil {
+		vs := data.(*verdicts)
+		if i, ok := vs.list.pos[node.Name]; ok && vs.list.src[i] == node {
+			v, err = vs.verdict(ctx, p.fns.filter, pod, int(i))
+			judged = true
 		}
-		if len(verdicts) != 1 {
-			return fwk.AsStatus(fmt.Errorf("filter returned %d verdicts for 1 node", len(verdicts)))
-		}
-		v = verdicts[0]
-		p.fns.ran.Store(true)
 	}
+	if !judged { // not enabled at preFilter, or a node outside PreFilter's list: judge it alone
+		var out []framework.Verdict
+		out, err = p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
+		if err == nil && len(out) != 1 {
+			err = fmt.Errorf("returned %d verdicts for 1 node", len(out))
+		}
+		if err == nil {
+			v = out[0]
+		}
+	}
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	}
+	p.fns.ran.Store(true)
 	switch {
 	case v.Passes():
 		return nil
@@ -155,12 +148,6 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 		return fwk.NewStatus(fwk.Unschedulable, v.Reason)
 	}
 }
-
-// scores are one cycle's scores of a score plugin, already scaled, by node name.
-type scores map[string]int64
-
-// Clone implements fwk.StateData: the scores are never modified once written.
-func (s scores) Clone() fwk.StateData { return s }
 
 // PreScore implements fwk.PreScorePlugin: the agent's prioritize function scores every feasible
 // node in one call. When it fails, the plugin's Score is skipped for this pod (as kube-scheduler
@@ -178,11 +165,9 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", p.name, "pod", klog.KObj(pod))
 		return fwk.NewStatus(fwk.Skip)
 	}
-	out := make(scores, len(views))
-	for i, n := range views {
-		out[n.Name] = min(max(list[i], 0), framework.MaxScore) * scoreScale
-	}
-	state.Write(p.key, out)
+	state.Write(p.key, newScores(p.adapter.lastList(), views, func(i int) int64 {
+		return min(max(list[i], 0), framework.MaxScore) * scoreScale
+	}))
 	p.fns.ran.Store(true)
 	return nil
 }
@@ -228,7 +213,7 @@ func (p *scorePlugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.P
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, p.name))
 	}
-	s, ok := data.(scores)[nodeInfo.Node().Name]
+	s, ok := data.(scoreTable).score(nodeInfo.Node().Name)
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("node %s was not among the nodes PreScore scored", nodeInfo.Node().Name))
 	}

@@ -57,7 +57,11 @@ type mode struct {
 	plugins string
 }
 
-type ports struct{ safe, congestion, pigeon, template, template2, combined int }
+type ports struct {
+	safe, congestion, pigeon, template, template2, combined int
+	// procs are the extender processes, whose CPU time is read around each mode.
+	procs []*harness.Process
+}
 
 func (p ports) all() []int {
 	return []int{p.safe, p.congestion, p.pigeon, p.template, p.template2, p.combined}
@@ -200,8 +204,8 @@ func main() {
 	type row struct {
 		nodes, round int
 		mode         mode
-		rate         float64
-		serve        string
+		result
+		serve string
 	}
 	var rows []row
 	for _, n := range counts {
@@ -216,10 +220,11 @@ func main() {
 					continue
 				}
 				before := serveTimes(p)
-				rate := runMode(s, c, client, m, round, p, n, *pods, *timeout)
+				r := runMode(s, c, client, m, round, p, n, *pods, *timeout)
 				serve := serveSummary(before, serveTimes(p), *pods)
-				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s; extender time per call: %s\n", n, round, m.name, rate, serve)
-				rows = append(rows, row{n, round, m, rate, serve})
+				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, scheduler %.2f CPU ms/pod, extenders %.2f CPU ms/pod, load %.1f; extender time per call: %s\n",
+					n, round, m.name, r.rate, r.schedCPU, r.extCPU, r.load, serve)
+				rows = append(rows, row{n, round, m, r, serve})
 			}
 		}
 		s.Close() // stop this cluster before the next node count
@@ -227,53 +232,59 @@ func main() {
 	}
 
 	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode, %s, %d CPUs\n\n", *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
-	fmt.Println("| nodes | mode | pods/s | ratio to alone | extender's own time per call (mean) |")
-	fmt.Println("|---:|---|---:|---:|---|")
+	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | extenders CPU ms/pod | load | extender's own time per call (mean) |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---|")
 	type key struct{ nodes, round int }
-	base, names := map[key]float64{}, map[key]float64{}
+	base, names := map[key]result{}, map[key]result{}
 	for _, r := range rows {
 		switch r.mode.name {
 		case "alone":
-			base[key{r.nodes, r.round}] = r.rate
+			base[key{r.nodes, r.round}] = r.result
 		case "names":
-			names[key{r.nodes, r.round}] = r.rate
+			names[key{r.nodes, r.round}] = r.result
 		}
 	}
-	for _, r := range rows {
-		ratio := "n/a"
-		if b := base[key{r.nodes, r.round}]; b > 0 {
-			ratio = fmt.Sprintf("%.2f", r.rate/b)
+	ratio := func(x, b float64) string {
+		if b > 0 {
+			return fmt.Sprintf("%.2f", x/b)
 		}
+		return "n/a"
+	}
+	for _, r := range rows {
+		b := base[key{r.nodes, r.round}]
 		label := r.mode.name
 		if *rounds > 1 {
 			label = fmt.Sprintf("%s, round %d", r.mode.name, r.round)
 		}
-		fmt.Printf("| %d | %s (%s) | %.1f | %s | %s |\n", r.nodes, label, r.mode.about, r.rate, ratio, r.serve)
+		fmt.Printf("| %d | %s (%s) | %.1f | %s | %.2f | %s | %.2f | %.1f | %s |\n", r.nodes, label, r.mode.about, r.rate, ratio(r.rate, b.rate),
+			r.schedCPU, ratio(r.schedCPU, b.schedCPU), r.extCPU, r.load, r.serve)
 	}
 	if *rounds < 2 {
 		return
 	}
-	// Medians over the rounds, and each mode's ratio to names measured in the same round.
+	// Medians over the rounds, and each mode's ratios to alone and names measured in the same
+	// round.
 	fmt.Printf("\nMedians over %d rounds\n\n", *rounds)
-	fmt.Println("| nodes | mode | median pods/s | median ratio to alone | median ratio to names (same round) |")
-	fmt.Println("|---:|---|---:|---:|---:|")
+	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | extenders CPU ms/pod | pods/s ratio to names | load |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range counts {
 		for _, m := range modes {
-			var rates, toAlone, toNames []float64
+			var rates, toAlone, cpu, cpuToAlone, ext, toNames, load []float64
 			for _, r := range rows {
 				if r.nodes != n || r.mode.name != m.name {
 					continue
 				}
-				rates = append(rates, r.rate)
-				if b := base[key{n, r.round}]; b > 0 {
-					toAlone = append(toAlone, r.rate/b)
+				rates, cpu, ext, load = append(rates, r.rate), append(cpu, r.schedCPU), append(ext, r.extCPU), append(load, r.load)
+				if b := base[key{n, r.round}]; b.rate > 0 && b.schedCPU > 0 {
+					toAlone, cpuToAlone = append(toAlone, r.rate/b.rate), append(cpuToAlone, r.schedCPU/b.schedCPU)
 				}
-				if b := names[key{n, r.round}]; b > 0 {
-					toNames = append(toNames, r.rate/b)
+				if b := names[key{n, r.round}]; b.rate > 0 {
+					toNames = append(toNames, r.rate/b.rate)
 				}
 			}
 			if len(rates) > 0 {
-				fmt.Printf("| %d | %s | %.1f | %s | %s |\n", n, m.name, median(rates), medianText(toAlone), medianText(toNames))
+				fmt.Printf("| %d | %s | %.1f | %s | %.2f | %s | %.2f | %s | %.1f |\n", n, m.name, median(rates), medianText(toAlone),
+					median(cpu), medianText(cpuToAlone), median(ext), medianText(toNames), median(load))
 			}
 		}
 	}
@@ -368,22 +379,21 @@ func fastClient(s *harness.Session, cfg *rest.Config) kubernetes.Interface {
 	return client
 }
 
-// createNodes creates n nodes of 32 cores and 128 GiB with varied usage statistics and
-// congestion, all of which the safe filter passes for the benchmark's small pods.
+// createNodes creates n nodes of 32 cores and 128 GiB whose usage statistics look like those a
+// node annotator writes (usageStatistics: means and spreads of free cpu and memory,
+// a fifth of the nodes near the safe agent's thresholds, some of which its filter rejects),
+// with varied congestion.
 func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 	specs := make([]harness.NodeSpec, n)
+	now := time.Now()
 	for i := range specs {
+		annotations := usageStatistics(i, 32000, 128<<30, now)
+		annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
+		annotations["template.extender/score"] = strconv.Itoa(i % 11)
 		specs[i] = harness.NodeSpec{
 			Name: fmt.Sprintf("node-%05d", i), CPU: "32", Memory: "128Gi", Pods: "110",
-			Annotations: map[string]string{
-				"mean-free-cpu":           strconv.Itoa(16000 + (i*7919)%12000),
-				"std-free-cpu":            strconv.Itoa(500 + (i*104729)%1500),
-				"mean-free-memory":        strconv.FormatInt(int64(60+(i*31)%50)<<30, 10),
-				"std-free-memory":         strconv.FormatInt(int64(1+(i*17)%4)<<30, 10),
-				"congestion-factor":       strconv.Itoa((i * 37) % 100),
-				"template.extender/score": strconv.Itoa(i % 11),
-			},
-			Labels: map[string]string{"template.extender/allowed": "true"},
+			Annotations: annotations,
+			Labels:      map[string]string{"template.extender/allowed": "true"},
 		}
 	}
 	parallel(s, n, func(i int) error {
@@ -422,14 +432,16 @@ func parallel(s *harness.Session, n int, f func(i int) error) {
 
 func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 	bin := harness.BuildExtender(s, "all")
+	var procs []*harness.Process
 	start := func(agent string, env map[string]string) int {
 		env["AGENTS"] = agent
 		env["KUBECONFIG"] = c.Kubeconfig
 		env["LOG_LEVEL"] = "WARNING"
 		e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-" + strings.ReplaceAll(agent, ",", "-"), Binary: bin, Env: env})
+		procs = append(procs, e.Process)
 		return e.Port
 	}
-	return ports{
+	p := ports{
 		safe:       start("safe", map[string]string{}),
 		congestion: start("congestion", map[string]string{}),
 		pigeon:     start("pigeon", map[string]string{"POLICY_OBJECTIVE": "A_BINPACK"}),
@@ -437,9 +449,18 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 		template2:  start("template", map[string]string{}),
 		combined:   start("safe,congestion", map[string]string{"COMBINED_PRIORITIES": "safe-overload=1,congestion=1"}),
 	}
+	p.procs = procs
+	return p
 }
 
-func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, timeout time.Duration) float64 {
+// result is one mode's run: pods/s, and the CPU milliseconds per bound pod that the scheduler
+// process and the extender processes spent between the first and the last binding (user +
+// system, from /proc/<pid>/stat), and the machine's 1-minute load average at the end.
+type result struct {
+	rate, schedCPU, extCPU, load float64
+}
+
+func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, timeout time.Duration) result {
 	ctx, cancel := context.WithTimeout(s.Context(), timeout)
 	defer cancel()
 	ns := fmt.Sprintf("bench-%s-%d", m.name, round)
@@ -461,6 +482,17 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 	var mu sync.Mutex
 	bound := map[string]bool{}
 	var first, last time.Time
+	// CPU ticks of the scheduler and of the extenders at the first and the last binding;
+	// schedPid is 0 until the scheduler has started.
+	var schedPid int
+	var cpuFirst, cpuLast [2]int64
+	cpuNow := func() [2]int64 {
+		var ext int64
+		for _, e := range p.procs {
+			ext += cpuTicks(e.Pid())
+		}
+		return [2]int64{cpuTicks(schedPid), ext}
+	}
 	allBound := make(chan struct{})
 	record := func(obj any) {
 		pod, _ := obj.(*corev1.Pod)
@@ -475,10 +507,14 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 		now := time.Now()
 		if first.IsZero() {
 			first = now
+			if schedPid != 0 {
+				cpuFirst = cpuNow()
+			}
 		}
 		last = now
 		bound[pod.Name] = true
 		if len(bound) == pods {
+			cpuLast = cpuNow()
 			close(allBound)
 		}
 	}
@@ -516,6 +552,12 @@ profiles:
 	}
 	sched := c.StartScheduler(s, opts)
 	defer sched.Stop()
+	mu.Lock()
+	schedPid = sched.Pid()
+	if !first.IsZero() { // bound before StartScheduler returned: count from now
+		cpuFirst = cpuNow()
+	}
+	mu.Unlock()
 	profiled := make(chan struct{})
 	if profileDir != "" {
 		go func() {
@@ -541,8 +583,57 @@ profiles:
 	if err := client.CoreV1().Pods(ns).DeleteCollection(s.Context(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 		s.Fatalf("deleting pods: %v", err)
 	}
+	var r result
 	if span := last.Sub(first).Seconds(); span > 0 {
-		return float64(pods-1) / span
+		r.rate = float64(pods-1) / span
 	}
-	return 0
+	if pods > 1 {
+		r.schedCPU = float64(cpuLast[0]-cpuFirst[0]) * 1000 / clockTicks / float64(pods-1)
+		r.extCPU = float64(cpuLast[1]-cpuFirst[1]) * 1000 / clockTicks / float64(pods-1)
+	}
+	r.load = loadAverage()
+	return r
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux
+// architecture this runs on.
+const clockTicks = 100
+
+// cpuTicks returns the user + system time of process pid and its threads, in clock ticks, from
+// /proc/<pid>/stat; 0 when it cannot be read.
+func cpuTicks(pid int) int64 {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields follow the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
+}
+
+// loadAverage returns the machine's 1-minute load average, 0 when unknown.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

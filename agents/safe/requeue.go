@@ -1,0 +1,24 @@
+package safe
+
+import "github.com/kube-safe-scheduler/extender/framework"
+
+var _ framework.Requeuer = (*Agent)(nil)
+
+// RequeueOn implements framework.Requeuer: the filter's verdict on a node depends on the pod's
+// requests and on the node's usage statistics annotations and allocatable, nothing else. A pod
+// it rejected is retried when a node's statistics change (the node cooled) or its allocatable
+// does, or when the pod's requests go down, not on other node updates.
+func (a *Agent) RequeueOn(filter string) *framework.RequeueOn {
+	if filter != FilterOverload {
+		return nil
+	}
+	return &framework.RequeueOn{
+		NodeAnnotations: []string{
+			AnnotationMeanFreeCPU, AnnotationStdFreeCPU, AnnotationForecastFreeCPU, AnnotationForecastFreeCPULegacy,
+			AnnotationMeanFreeMemory, AnnotationStdFreeMemory, AnnotationForecastFreeMemory, AnnotationForecastFreeMemoryLegacy,
+			AnnotationStatisticsTimestamp,
+		},
+		NodeAllocatable: true,
+		PodScaleDown:    true,
+	}
+}
