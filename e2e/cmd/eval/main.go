@@ -30,6 +30,7 @@ func main() {
 	seedList := flag.String("seeds", "1,2,3", "comma-separated seeds; each seed is one workload, the same for every scheduler")
 	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,plugins-safe", "comma-separated schedulers")
 	workList := flag.String("workloads", "steady,burst,reward", "comma-separated workloads")
+	only := flag.String("only", "", "per-workload scheduler subsets, e.g. 'burst=defaults,safe;reward=defaults,reward' (a workload not named runs every scheduler of -schedulers)")
 	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
 	flag.Parse()
 
@@ -54,6 +55,34 @@ func main() {
 		scheds = append(scheds, s)
 	}
 	works := strings.Split(*workList, ",")
+	subset := map[string]map[string]bool{}
+	if *only != "" {
+		for _, part := range strings.Split(*only, ";") {
+			w, list, ok := strings.Cut(part, "=")
+			if !ok {
+				fail("-only: %q is not workload=scheduler,scheduler", part)
+			}
+			subset[strings.TrimSpace(w)] = map[string]bool{}
+			for _, n := range strings.Split(list, ",") {
+				if _, err := findScheduler(strings.TrimSpace(n)); err != nil {
+					fail("-only: %v", err)
+				}
+				subset[strings.TrimSpace(w)][strings.TrimSpace(n)] = true
+			}
+		}
+	}
+	runs := func(w string) []Scheduler {
+		if subset[w] == nil {
+			return scheds
+		}
+		var out []Scheduler
+		for _, s := range scheds {
+			if subset[w][s.Name] {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
 	if *nodes < 1 || *minutes <= *warmup || *speed <= 0 || *meanRun <= 0 {
 		fail("need -nodes >= 1, -minutes > -warmup, -speed > 0, -mean-run > 0")
 	}
@@ -89,12 +118,15 @@ func main() {
 	command := "go run ./cmd/eval " + strings.Join(os.Args[1:], " ")
 
 	var results []Result
-	total, n := len(works)*len(seeds)*len(scheds), 0
+	total, n := 0, 0
+	for _, w := range works {
+		total += len(seeds) * len(runs(strings.TrimSpace(w)))
+	}
 	began := time.Now()
 	for _, seed := range seeds {
 		for _, wname := range works {
 			w, _ := Generate(strings.TrimSpace(wname), rc.Cluster, rc.Duration, rc.MeanRun, seed, rc.Model)
-			for _, s := range scheds {
+			for _, s := range runs(w.Name) {
 				n++
 				fmt.Fprintf(os.Stderr, "[%d/%d %s] %s, seed %d, %s: %d pods\n", n, total,
 					time.Since(began).Round(time.Second), w.Name, seed, s.Name, len(w.Pods))

@@ -12,7 +12,7 @@ import (
 )
 
 // writePlots writes, per workload: util-<w>.png (mean cpu utilization of the nodes in use over
-// time, one line per scheduler, first seed), nodes-<w>.png (nodes in use over time) and
+// time, one line per scheduler, first seed), hot-<w>.png (nodes above 90 %), nodes-<w>.png (nodes in use over time) and
 // overload-<w>.png (overloaded node-minutes above 90 %, median over seeds, per scheduler).
 func writePlots(dir string, results []Result) error {
 	var works []string
@@ -36,6 +36,11 @@ func writePlots(dir string, results []Result) error {
 		nodes := func(p Point) float64 { return float64(p.NodesInUse) }
 		if err := linePlot(filepath.Join(dir, "util-"+w+".png"),
 			fmt.Sprintf("%s (seed %d): cpu utilization of the nodes in use", w, first), "% of allocatable", lines, util); err != nil {
+			return err
+		}
+		hot := func(p Point) float64 { return float64(p.Hot) }
+		if err := linePlot(filepath.Join(dir, "hot-"+w+".png"),
+			fmt.Sprintf("%s (seed %d): nodes whose true usage is above 90 %%", w, first), "nodes", lines, hot); err != nil {
 			return err
 		}
 		if err := linePlot(filepath.Join(dir, "nodes-"+w+".png"),
@@ -79,6 +84,7 @@ func linePlot(file, title, ylabel string, rs []Result, y func(Point) float64) er
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	for i, r := range rs {
 		xys := make(plotter.XYs, len(r.Series))
 		for j, pt := range r.Series {

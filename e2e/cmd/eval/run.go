@@ -236,7 +236,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		if schedName, err = profileName(d.SchedulerConfig); err != nil {
 			t.Fatalf("%s: %v", s.File, err)
 		}
-		c.RunDeployment(t, d, harness.RunOptions{Env: s.Env})
+		c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
 	}
 
 	// The replay: pods are created when the simulated clock reaches their arrival.
@@ -408,7 +408,41 @@ func annotatorEnv(rc RunConfig, prom string) map[string]string {
 		"STATS_REFRESH":           rc.scaled(30 * time.Minute),
 		"PROMETHEUS_STEP":         rc.scaled(time.Minute),
 		"LOG_LEVEL":               "INFO",
+		// Rates are scaled like durations: the shipped 20 patches/s (burst 40) in simulated time.
+		"PATCH_QPS": rc.rate(20), "PATCH_BURST": rc.rate(40),
+		"KUBE_API_QPS": rc.rate(20), "KUBE_API_BURST": rc.rate(40),
 	}
+}
+
+// rate is a per-second rate of simulated time in real time, as a setting's value.
+func (rc RunConfig) rate(perSecond float64) string {
+	return strconv.FormatFloat(math.Min(10000, perSecond*rc.Speed), 'f', 0, 64)
+}
+
+// scaledDurations are the sidecar settings that are durations of the cluster's life (not of a
+// request), divided by the speed like the annotator's.
+var scaledDurations = []string{"REWARD_START_TIMEOUT", "REWARD_MTTF", "REWARD_HALF_LIFE"}
+
+// sidecarEnv returns the environment overrides of d's sidecars: extra's, plus each sidecar's
+// API client rate (KUBE_API_QPS 20, KUBE_API_BURST 40 as shipped, in simulated time) and its
+// scaledDurations.
+func sidecarEnv(rc RunConfig, d *harness.Deployment, extra map[string]map[string]string) map[string]map[string]string {
+	env := map[string]map[string]string{}
+	for _, sc := range d.Sidecars {
+		e := map[string]string{"KUBE_API_QPS": rc.rate(20), "KUBE_API_BURST": rc.rate(40)}
+		for _, name := range scaledDurations {
+			if v, ok := harness.EnvValue(sc, name); ok {
+				if dur, err := time.ParseDuration(v); err == nil && dur > 0 {
+					e[name] = rc.scaled(dur)
+				}
+			}
+		}
+		for k, v := range extra[sc.Name] {
+			e[k] = v
+		}
+		env[sc.Name] = e
+	}
+	return env
 }
 
 // startAnnotator applies yamlfiles/node-annotator.yaml and runs the annotator as its service
