@@ -39,6 +39,11 @@ type Figures struct {
 	BindP50, BindP99 float64
 	// FailedStarts counts pods that failed at start (reward workload).
 	FailedStarts int
+	// Gang workload (see Result): share of groups completed, groups partly bound at the end,
+	// room held by waiting members (cpu-minutes).
+	GroupShare     float64
+	GroupsPartial  int
+	HeldCPUMinutes float64
 }
 
 // Accumulate computes the utilization figures of samples.

@@ -21,6 +21,10 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
+// defaultOnly pairs each workload with the schedulers it is meant to compare.
+const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,plugins-safe;" +
+	"burst=defaults,most-allocated,safe,plugins-safe;reward=defaults,reward;gang=defaults,gang,plugins-gang"
+
 func main() {
 	nodes := flag.Int("nodes", 200, "nodes in the cluster (16 cpu, 64 GiB each)")
 	minutes := flag.Float64("minutes", 240, "simulated minutes per run")
@@ -28,9 +32,9 @@ func main() {
 	meanRun := flag.Float64("mean-run", 30, "pods' mean run time, simulated minutes")
 	speed := flag.Float64("speed", 30, "simulated seconds per real second")
 	seedList := flag.String("seeds", "1,2,3", "comma-separated seeds; each seed is one workload, the same for every scheduler")
-	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,plugins-safe", "comma-separated schedulers")
-	workList := flag.String("workloads", "steady,burst,reward", "comma-separated workloads")
-	only := flag.String("only", "", "per-workload scheduler subsets, e.g. 'burst=defaults,safe;reward=defaults,reward' (a workload not named runs every scheduler of -schedulers)")
+	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,gang,plugins-safe,plugins-gang", "comma-separated schedulers")
+	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
+	only := flag.String("only", defaultOnly, "per-workload scheduler subsets, workload=scheduler,...;... (a workload not named runs every scheduler of -schedulers); empty: every scheduler on every workload")
 	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
 	flag.Parse()
 

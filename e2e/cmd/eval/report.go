@@ -31,6 +31,9 @@ var columns = []struct {
 	{"mem util in use", func(f Figures) float64 { return f.MemInUse }, 2},
 	{"cv cpu util", func(f Figures) float64 { return f.CV }, 3},
 	{"failed starts", func(f Figures) float64 { return float64(f.FailedStarts) }, 0},
+	{"groups complete/created", func(f Figures) float64 { return f.GroupShare }, 2},
+	{"groups partial at end", func(f Figures) float64 { return float64(f.GroupsPartial) }, 0},
+	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0},
 }
 
 // writeReport writes results.md, results.csv and the plots into dir.

@@ -56,6 +56,66 @@ type Result struct {
 	// the annotator's statistics at the end, BusyStatsNodes those whose mean free cpu is below
 	// 95 % of allocatable (the usage went all the way through Prometheus and the annotator).
 	Completed, StatsNodes, BusyStatsNodes int
+	// Gang workload: groups created, groups all of whose members were bound, groups left
+	// partly bound at the end, and cpu-minutes (cores x simulated minutes, after the warm-up)
+	// requested by bound members of groups not yet whole: room held by waiting members.
+	Groups, GroupsComplete, GroupsPartial int
+	HeldCPUMinutes                        float64
+}
+
+// groupCounts returns, per pod group, its members created, those ever bound, and the cpu
+// (millicores) requested by the bound members still running. tr.mu must be held.
+func (tr *tracker) groupCounts() map[string][3]int64 {
+	out := map[string][3]int64{}
+	for _, st := range tr.pods {
+		if st.plan.Group == "" {
+			continue
+		}
+		g := out[st.plan.Group]
+		g[0]++
+		if st.node >= 0 {
+			g[1]++
+			if !st.over {
+				g[2] += st.plan.CPU
+			}
+		}
+		out[st.plan.Group] = g
+	}
+	return out
+}
+
+// heldCPU is the cpu (millicores) requested by the bound, running members of groups not all
+// of whose members are bound.
+func (tr *tracker) heldCPU() float64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	held := 0.0
+	for name, g := range tr.groupCounts() {
+		if g[1] < int64(tr.groupMin[name]) {
+			held += float64(g[2])
+		}
+	}
+	return held
+}
+
+// groups returns the groups completed (every member bound at some time), partly bound at the
+// end, and created.
+func (tr *tracker) groups() (complete, partial, created int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for name, g := range tr.groupCounts() {
+		if g[0] < int64(tr.groupMin[name]) {
+			continue // not all members created before the end
+		}
+		created++
+		switch {
+		case g[1] >= int64(tr.groupMin[name]):
+			complete++
+		case g[1] > 0:
+			partial++
+		}
+	}
+	return complete, partial, created
 }
 
 // real converts a simulated duration to real time.
@@ -84,7 +144,8 @@ type tracker struct {
 	mu        sync.Mutex
 	pods      map[string]*podState
 	nodeIdx   map[string]int
-	bind      []float64 // seconds, pods created after the warm-up
+	groupMin  map[string]int // each pod group's minimum
+	bind      []float64      // seconds, pods created after the warm-up
 	placed    int
 	failed    int
 	succeeded int
@@ -194,7 +255,12 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	wg.Wait()
 	c.StartKwok(t, []byte(stages(w.BadNodes)))
 
-	tr := &tracker{rc: rc, seed: seed, pods: map[string]*podState{}, nodeIdx: map[string]int{}}
+	tr := &tracker{rc: rc, seed: seed, pods: map[string]*podState{}, nodeIdx: map[string]int{}, groupMin: map[string]int{}}
+	for _, p := range w.Pods {
+		if p.Group != "" {
+			tr.groupMin[p.Group] = p.GroupMin
+		}
+	}
 	for i := range rc.Cluster.Nodes {
 		tr.nodeIdx[nodeName(i)] = i
 	}
@@ -224,6 +290,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		c.StartScheduler(t, harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config)})
 	} else {
 		root, _ := harness.RepoRoot()
+		c.ApplyCRDFile(t, filepath.Join(root, "yamlfiles", "podgroup-crd.yaml"))
 		d, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", s.File))
 		if err != nil {
 			t.Fatalf("%v", err)
@@ -256,6 +323,10 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 					}}
 				if p.Fragile {
 					spec.Annotations[failAnnotation] = "true"
+				}
+				if p.Group != "" {
+					spec.Labels["podGroup"] = p.Group
+					spec.Labels["minAvailable"] = strconv.Itoa(p.GroupMin)
 				}
 				pod, err := spec.Pod()
 				if err != nil {
@@ -298,6 +369,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 			}
 			if lastSample >= rc.Warmup {
 				samples = append(samples, s)
+				res.HeldCPUMinutes += s.Span * tr.heldCPU() / 1000
 			}
 			res.Series = append(res.Series, point(s))
 			lastSample = now
@@ -325,6 +397,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	wg.Wait()
 
 	res.Figures = Accumulate(samples)
+	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()
 	if list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, n := range list.Items {
 			if v, ok := n.Annotations["mean-free-cpu"]; ok {
@@ -340,6 +413,10 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	f := &res.Figures
 	f.Created, f.Placed, f.FailedStarts, res.Completed = int(created.Load()), tr.placed, tr.failed, tr.succeeded
 	f.Pending = f.Created - f.Placed
+	if res.Groups > 0 {
+		f.GroupShare = float64(res.GroupsComplete) / float64(res.Groups)
+	}
+	f.GroupsPartial, f.HeldCPUMinutes = res.GroupsPartial, res.HeldCPUMinutes
 	f.BindP50, f.BindP99 = quantile(tr.bind, 0.5), quantile(tr.bind, 0.99)
 	return res
 }

@@ -64,6 +64,9 @@ var Schedulers = []Scheduler{
 	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE", File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE")},
 	{Name: "pigeon-cons", About: "extender: yamlfiles/extender.pigeon.yaml, CONSOLIDATE", File: "extender.pigeon.yaml", Env: pigeon("CONSOLIDATE")},
 	{Name: "reward", About: "extender: yamlfiles/extender.reward.yaml as shipped", File: "extender.reward.yaml"},
+	{Name: "gang", About: "extender: yamlfiles/extender.gang.yaml as shipped", File: "extender.gang.yaml"},
+	{Name: "plugins-gang", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with pod-group only (quorum, all-or-nothing permit, 60 s timeout as shipped)",
+		File: "scheduler.plugins.yaml", Plugins: []string{"pod-group"}},
 	{Name: "plugins-safe", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with safe-overload, safe-balance, congestion (the safe row's agents and weights)",
 		File: "scheduler.plugins.yaml", Plugins: []string{"safe-overload", "safe-balance", "congestion"}},
 }

@@ -22,6 +22,10 @@ type PodPlan struct {
 	Type     string
 	// Fragile pods fail at start on the cluster's bad nodes (reward workload).
 	Fragile bool
+	// Group names the pod group (labels podGroup, minAvailable) of a gang member; GroupMin is
+	// its minimum, here every member.
+	Group    string
+	GroupMin int
 }
 
 // Cluster is the lab's cluster shape: every node alike.
@@ -44,10 +48,11 @@ const (
 	WorkSteady = "steady"
 	WorkBurst  = "burst"
 	WorkReward = "reward"
+	WorkGang   = "gang"
 )
 
 // Workloads are the workloads the lab knows.
-var Workloads = []string{WorkSteady, WorkBurst, WorkReward}
+var Workloads = []string{WorkSteady, WorkBurst, WorkReward, WorkGang}
 
 // nodeName is the name of node i.
 func nodeName(i int) string { return fmt.Sprintf("node-%03d", i) }
@@ -89,6 +94,9 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 		for i := 0; i < c.Nodes; i += 4 {
 			w.BadNodes = append(w.BadNodes, nodeName(i))
 		}
+	case WorkGang:
+		// A nearly full cluster: services at 85 %, plus the groups below.
+		load = func(time.Duration) float64 { return 0.85 }
 	default:
 		return w, fmt.Errorf("unknown workload %q (known: %v)", name, Workloads)
 	}
@@ -135,6 +143,26 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 		at := time.Duration(0.4 * float64(duration))
 		for n := int(0.2 * total / meanPodCPU()); n > 0; n-- {
 			add(at+time.Duration(r.Float64()*float64(3*time.Minute)), runFor(meanRun/2), "batch")
+		}
+	}
+	if name == WorkGang {
+		// Pod groups of 2-16 members (1 or 2 cpu each, all started together, all needed), arriving
+		// as a Poisson process at the rate that adds 10 % of the cluster's cpu.
+		meanGroup := 9.0 * 1500
+		rate := 0.1 * total / meanGroup / meanRun.Minutes()
+		g := 0
+		for t := time.Duration(0); t < duration; t += time.Minute {
+			for range poisson(r, rate) {
+				size, cpu := 2+r.IntN(15), int64(1000+1000*r.IntN(2))
+				at, run := t+time.Duration(r.Float64()*float64(time.Minute)), runFor(meanRun)
+				for range size {
+					add(at, run, "member")
+					p := &w.Pods[len(w.Pods)-1]
+					p.CPU, p.Memory = cpu, cpu*4<<30/1000
+					p.Group, p.GroupMin = fmt.Sprintf("group-%04d", g), size
+				}
+				g++
+			}
 		}
 	}
 	sort.SliceStable(w.Pods, func(i, j int) bool { return w.Pods[i].Arrive < w.Pods[j].Arrive })
