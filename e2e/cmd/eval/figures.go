@@ -41,7 +41,9 @@ type Figures struct {
 	FailedStarts int
 	// Gang workload (see Result): share of groups completed, groups partly bound at the end,
 	// room held by waiting members (cpu-minutes).
-	GroupShare     float64
+	GroupShare float64
+	// MaxGap: see Result.
+	MaxGap         float64
 	GroupsPartial  int
 	HeldCPUMinutes float64
 }

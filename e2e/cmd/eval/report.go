@@ -34,6 +34,7 @@ var columns = []struct {
 	{"groups complete/created", func(f Figures) float64 { return f.GroupShare }, 2},
 	{"groups partial at end", func(f Figures) float64 { return float64(f.GroupsPartial) }, 0},
 	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0},
+	{"longest sample gap min", func(f Figures) float64 { return f.MaxGap }, 1},
 }
 
 // writeReport writes results.md, results.csv and the plots into dir.

@@ -60,7 +60,10 @@ type Result struct {
 	// partly bound at the end, and cpu-minutes (cores x simulated minutes, after the warm-up)
 	// requested by bound members of groups not yet whole: room held by waiting members.
 	Groups, GroupsComplete, GroupsPartial int
-	HeldCPUMinutes                        float64
+	// MaxGap is the longest simulated time between two samples, in minutes (1 when the lab
+	// kept up with the clock; more when the machine stalled it).
+	MaxGap         float64
+	HeldCPUMinutes float64
 }
 
 // groupCounts returns, per pod group, its members created, those ever bound, and the cpu
@@ -309,7 +312,17 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	// The replay: pods are created when the simulated clock reaches their arrival.
 	start := time.Now()
 	tr.start.Store(&start)
-	create := make(chan *PodPlan, 64)
+	// Neither creating nor deleting pods may hold up the clock's loop: both have buffers as
+	// large as the workload and workers of their own.
+	create := make(chan *PodPlan, len(w.Pods))
+	remove := make(chan string, len(w.Pods))
+	for range 3 {
+		wg.Go(func() {
+			for name := range remove {
+				_ = c.Client.CoreV1().Pods("default").Delete(ctx, name, *metav1.NewDeleteOptions(0))
+			}
+		})
+	}
 	var created atomic.Int64
 	for range 6 {
 		wg.Go(func() {
@@ -363,6 +376,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		if now-lastSample >= time.Minute || now >= rc.Duration {
 			cpu, mem, running := tr.usage(now)
 			s := Sample{Minute: now.Minutes(), Span: (now - lastSample).Minutes(), CPU: cpu, Mem: mem, Running: running}
+			res.MaxGap = max(res.MaxGap, s.Span)
 			for i := range cpu {
 				s.CPU[i] /= float64(rc.Cluster.CPU)
 				s.Mem[i] /= float64(rc.Cluster.Memory)
@@ -378,7 +392,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 			tr.done = nil
 			tr.mu.Unlock()
 			for _, name := range done {
-				_ = c.Client.CoreV1().Pods("default").Delete(ctx, name, *metav1.NewDeleteOptions(0))
+				remove <- name
 			}
 		}
 		if time.Since(lastProgress) >= 10*time.Second || now >= rc.Duration {
@@ -394,6 +408,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		}
 	}
 	close(create)
+	close(remove)
 	wg.Wait()
 
 	res.Figures = Accumulate(samples)
@@ -416,7 +431,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	if res.Groups > 0 {
 		f.GroupShare = float64(res.GroupsComplete) / float64(res.Groups)
 	}
-	f.GroupsPartial, f.HeldCPUMinutes = res.GroupsPartial, res.HeldCPUMinutes
+	f.GroupsPartial, f.HeldCPUMinutes, f.MaxGap = res.GroupsPartial, res.HeldCPUMinutes, res.MaxGap
 	f.BindP50, f.BindP99 = quantile(tr.bind, 0.5), quantile(tr.bind, 0.99)
 	return res
 }
