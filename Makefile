@@ -8,7 +8,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: chart all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-perf clean
+.PHONY: chart all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-perf eval clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -92,6 +92,14 @@ bench-perf:
 ## bench-e2e: pods/s of kube-scheduler alone and with the extenders, side by side
 bench-e2e:
 	cd e2e && $(GO) run ./cmd/bench-e2e
+
+## eval: the placement quality lab (docs/quality.md): every scheduler on kwok nodes, usage through
+## Prometheus and the node annotator; a table and plots in .cache/eval/<time>. EVAL_ARGS changes it
+## (e.g. EVAL_ARGS='-nodes 50 -minutes 120 -seeds 1 -schedulers defaults,safe').
+EVAL_ARGS ?= -nodes 200 -minutes 240 -seeds 1,2,3
+eval: prometheus
+	cd e2e && $(GO) run ./harness/cmd/prepare
+	cd e2e && $(GO) run ./cmd/eval $(EVAL_ARGS)
 
 clean:
 	rm -rf $(BIN)

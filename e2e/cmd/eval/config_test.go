@@ -1,0 +1,64 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// TestScaledSettings: the annotator's and the sidecars' periods and rates are the shipped ones
+// in simulated time.
+func TestScaledSettings(t *testing.T) {
+	rc := RunConfig{Speed: 60}
+	env := annotatorEnv(rc, "http://127.0.0.1:9090")
+	for k, want := range map[string]string{
+		"STATS_INTERVAL": "5s", "STATS_WINDOW": "6m0s", "STATS_REFRESH": "30s", "PROMETHEUS_STEP": "1s",
+		"INTERVAL":  "1s", // 0.5 s, raised to the annotator's 1 s minimum
+		"PATCH_QPS": "1200", "KUBE_API_QPS": "1200",
+	} {
+		if env[k] != want {
+			t.Errorf("annotator %s = %q, want %q", k, env[k], want)
+		}
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", "extender.reward.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := sidecarEnv(rc, d, map[string]map[string]string{"reward": {"LOG_LEVEL": "DEBUG"}})
+	r := se["reward"]
+	// The shipped file sets REWARD_START_TIMEOUT 5m and REWARD_MTTF 600s.
+	if r["REWARD_START_TIMEOUT"] != "5s" || r["REWARD_MTTF"] != "10s" || r["KUBE_API_QPS"] != "1200" || r["LOG_LEVEL"] != "DEBUG" {
+		t.Errorf("reward sidecar env %v", r)
+	}
+	if got := rc.real(time.Hour); got != time.Minute {
+		t.Errorf("an hour at speed 60 is %v real, want 1m", got)
+	}
+}
+
+// TestKeepPlugins: plugins-safe runs the shipped plugin configuration with only the safe row's
+// plugins (under the profile of safe-scheduler), and refuses a plugin the file does not enable.
+func TestKeepPlugins(t *testing.T) {
+	root, _ := harness.RepoRoot()
+	d, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", "scheduler.plugins.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := findScheduler("plugins-safe")
+	k, err := keepPlugins(d, s.Plugins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := profileName(k.SchedulerConfig)
+	if err != nil || name != "safe-scheduler" {
+		t.Errorf("profile %q, %v", name, err)
+	}
+	if _, err := keepPlugins(d, []string{"no-such-plugin"}); err == nil {
+		t.Error("a plugin the file does not enable was accepted")
+	}
+}

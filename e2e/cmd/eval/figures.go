@@ -1,0 +1,115 @@
+package main
+
+import (
+	"math"
+	"sort"
+)
+
+// Sample is the cluster at one moment of simulated time: each node's true utilization (usage
+// over allocatable; above 1 when demand exceeds the node) and how many pods run on it.
+type Sample struct {
+	// Minute is the simulated time in minutes; Span is the simulated minutes the sample stands
+	// for (since the previous one).
+	Minute, Span float64
+	CPU, Mem     []float64
+	Running      []int
+}
+
+// Thresholds are the utilizations above which a node counts as overloaded.
+var Thresholds = []float64{0.8, 0.9, 1.0}
+
+// Figures are one run's results.
+type Figures struct {
+	// Overload[i] is the node-minutes during which a node's cpu or memory utilization was above
+	// Thresholds[i].
+	Overload []float64
+	// WorstP99 is the largest, over nodes, of a node's 99th percentile utilization (the higher
+	// of cpu and memory at each sample).
+	WorstP99 float64
+	// NodesInUse is the time-weighted mean of the nodes running at least one pod; CPUInUse and
+	// MemInUse their mean utilization.
+	NodesInUse, CPUInUse, MemInUse float64
+	// CV is the time-weighted mean coefficient of variation of the nodes' cpu utilization.
+	CV float64
+	// Minutes is the simulated time measured.
+	Minutes float64
+
+	Created, Placed, Pending int
+	// BindP50, BindP99: seconds (real) from a pod's creation to its binding.
+	BindP50, BindP99 float64
+	// FailedStarts counts pods that failed at start (reward workload).
+	FailedStarts int
+	// Gang workload (see Result): share of groups completed, groups partly bound at the end,
+	// room held by waiting members (cpu-minutes).
+	GroupShare float64
+	// MaxGap: see Result.
+	MaxGap         float64
+	GroupsPartial  int
+	HeldCPUMinutes float64
+}
+
+// Accumulate computes the utilization figures of samples.
+func Accumulate(samples []Sample) Figures {
+	f := Figures{Overload: make([]float64, len(Thresholds))}
+	if len(samples) == 0 {
+		return f
+	}
+	nodes := len(samples[0].CPU)
+	perNode := make([][]float64, nodes)
+	var inUseCPU, inUseMem, inUseSpan float64
+	for _, s := range samples {
+		f.Minutes += s.Span
+		used, sumCPU, sumMem := 0, 0.0, 0.0
+		var mean, sq float64
+		for n := range s.CPU {
+			u := math.Max(s.CPU[n], s.Mem[n])
+			perNode[n] = append(perNode[n], u)
+			for i, th := range Thresholds {
+				if u > th {
+					f.Overload[i] += s.Span
+				}
+			}
+			if s.Running[n] > 0 {
+				used++
+				sumCPU += s.CPU[n]
+				sumMem += s.Mem[n]
+			}
+			mean += s.CPU[n]
+		}
+		mean /= float64(len(s.CPU))
+		for n := range s.CPU {
+			sq += (s.CPU[n] - mean) * (s.CPU[n] - mean)
+		}
+		if mean > 0 {
+			f.CV += s.Span * math.Sqrt(sq/float64(len(s.CPU))) / mean
+		}
+		f.NodesInUse += s.Span * float64(used)
+		if used > 0 {
+			inUseCPU += s.Span * sumCPU / float64(used)
+			inUseMem += s.Span * sumMem / float64(used)
+			inUseSpan += s.Span
+		}
+	}
+	if f.Minutes > 0 {
+		f.NodesInUse /= f.Minutes
+		f.CV /= f.Minutes
+	}
+	if inUseSpan > 0 {
+		f.CPUInUse, f.MemInUse = inUseCPU/inUseSpan, inUseMem/inUseSpan
+	}
+	for _, u := range perNode {
+		f.WorstP99 = math.Max(f.WorstP99, quantile(u, 0.99))
+	}
+	return f
+}
+
+// quantile returns the q-quantile of xs (nearest rank), 0 for none.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}

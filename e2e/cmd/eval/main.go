@@ -1,0 +1,151 @@
+// Command eval is the placement quality lab (make eval): it replays seeded workloads on a
+// cluster of fake nodes run by kwok against the real etcd, kube-apiserver and kube-scheduler of
+// the harness, once per scheduler (kube-scheduler's own strategies, the agents as extenders and
+// as plugins), with pods whose true usage differs from their requests. Node usage goes through
+// the path a user runs: a Prometheus exporter, Prometheus, the node annotator, the node
+// annotations the agents read. It writes a table (markdown, CSV) and plots to a folder.
+// docs/quality.md explains the figures and shows the latest run.
+//
+//	go run ./cmd/eval -nodes 200 -minutes 240 -seeds 1,2,3 [-schedulers defaults,safe] [-workloads steady,burst] [-out dir]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// defaultOnly pairs each workload with the schedulers it is meant to compare.
+const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,plugins-safe;" +
+	"burst=defaults,most-allocated,safe,plugins-safe;reward=defaults,reward;gang=defaults,gang,plugins-gang"
+
+func main() {
+	nodes := flag.Int("nodes", 200, "nodes in the cluster (16 cpu, 64 GiB each)")
+	minutes := flag.Float64("minutes", 240, "simulated minutes per run")
+	warmup := flag.Float64("warmup", 30, "simulated minutes at the start of a run left out of the figures")
+	meanRun := flag.Float64("mean-run", 30, "pods' mean run time, simulated minutes")
+	speed := flag.Float64("speed", 30, "simulated seconds per real second")
+	seedList := flag.String("seeds", "1,2,3", "comma-separated seeds; each seed is one workload, the same for every scheduler")
+	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,gang,plugins-safe,plugins-gang", "comma-separated schedulers")
+	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
+	only := flag.String("only", defaultOnly, "per-workload scheduler subsets, workload=scheduler,...;... (a workload not named runs every scheduler of -schedulers); empty: every scheduler on every workload")
+	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
+	flag.Parse()
+
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "eval: "+format+"\n", args...)
+		os.Exit(2)
+	}
+	var seeds []uint64
+	for _, f := range strings.Split(*seedList, ",") {
+		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			fail("-seeds: %q is not a seed", f)
+		}
+		seeds = append(seeds, s)
+	}
+	var scheds []Scheduler
+	for _, n := range strings.Split(*schedList, ",") {
+		s, err := findScheduler(strings.TrimSpace(n))
+		if err != nil {
+			fail("-schedulers: %v", err)
+		}
+		scheds = append(scheds, s)
+	}
+	works := strings.Split(*workList, ",")
+	subset := map[string]map[string]bool{}
+	if *only != "" {
+		for _, part := range strings.Split(*only, ";") {
+			w, list, ok := strings.Cut(part, "=")
+			if !ok {
+				fail("-only: %q is not workload=scheduler,scheduler", part)
+			}
+			subset[strings.TrimSpace(w)] = map[string]bool{}
+			for _, n := range strings.Split(list, ",") {
+				if _, err := findScheduler(strings.TrimSpace(n)); err != nil {
+					fail("-only: %v", err)
+				}
+				subset[strings.TrimSpace(w)][strings.TrimSpace(n)] = true
+			}
+		}
+	}
+	runs := func(w string) []Scheduler {
+		if subset[w] == nil {
+			return scheds
+		}
+		var out []Scheduler
+		for _, s := range scheds {
+			if subset[w][s.Name] {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if *nodes < 1 || *minutes <= *warmup || *speed <= 0 || *meanRun <= 0 {
+		fail("need -nodes >= 1, -minutes > -warmup, -speed > 0, -mean-run > 0")
+	}
+	rc := RunConfig{
+		Cluster:  Cluster{Nodes: *nodes, CPU: 16000, Memory: 64 << 30},
+		Duration: time.Duration(*minutes * float64(time.Minute)),
+		Warmup:   time.Duration(*warmup * float64(time.Minute)),
+		MeanRun:  time.Duration(*meanRun * float64(time.Minute)),
+		Speed:    *speed, Model: DefaultModel, Progress: os.Stderr,
+	}
+	for _, w := range works {
+		if _, err := Generate(strings.TrimSpace(w), rc.Cluster, time.Minute, time.Minute, 1, rc.Model); err != nil {
+			fail("-workloads: %v", err)
+		}
+	}
+	var err error
+	if rc.PrometheusBin, err = findPrometheus(); err != nil {
+		fail("%v", err)
+	}
+	if rc.AnnotatorBin, err = buildAnnotator(); err != nil {
+		fail("%v", err)
+	}
+	if *out == "" {
+		root, err := harness.RepoRoot()
+		if err != nil {
+			fail("%v", err)
+		}
+		*out = filepath.Join(root, ".cache", "eval", time.Now().UTC().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fail("%v", err)
+	}
+	command := "go run ./cmd/eval " + strings.Join(os.Args[1:], " ")
+
+	var results []Result
+	total, n := 0, 0
+	for _, w := range works {
+		total += len(seeds) * len(runs(strings.TrimSpace(w)))
+	}
+	began := time.Now()
+	for _, seed := range seeds {
+		for _, wname := range works {
+			w, _ := Generate(strings.TrimSpace(wname), rc.Cluster, rc.Duration, rc.MeanRun, seed, rc.Model)
+			for _, s := range runs(w.Name) {
+				n++
+				fmt.Fprintf(os.Stderr, "[%d/%d %s] %s, seed %d, %s: %d pods\n", n, total,
+					time.Since(began).Round(time.Second), w.Name, seed, s.Name, len(w.Pods))
+				sess := harness.NewSession(os.Stderr)
+				r := Run(sess, rc, w, s, seed)
+				sess.Close()
+				results = append(results, r)
+				// The table so far, so that an interrupted run keeps what it measured.
+				if err := writeReport(*out, command, rc, seeds, results); err != nil {
+					fail("writing the report: %v", err)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "eval: %d runs in %s; table and plots in %s\n", len(results), time.Since(began).Round(time.Second), *out)
+	md, _ := os.ReadFile(filepath.Join(*out, "results.md"))
+	os.Stdout.Write(md)
+}

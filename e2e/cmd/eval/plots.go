@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// writePlots writes, per workload: util-<w>.png (mean cpu utilization of the nodes in use over
+// time, one line per scheduler, first seed), hot-<w>.png (nodes above 90 %), nodes-<w>.png (nodes in use over time) and
+// overload-<w>.png (overloaded node-minutes above 90 %, median over seeds, per scheduler).
+func writePlots(dir string, results []Result) error {
+	var works []string
+	byWork := map[string][]Result{}
+	for _, r := range results {
+		if _, ok := byWork[r.Workload]; !ok {
+			works = append(works, r.Workload)
+		}
+		byWork[r.Workload] = append(byWork[r.Workload], r)
+	}
+	for _, w := range works {
+		rs := byWork[w]
+		first := rs[0].Seed
+		var lines []Result
+		for _, r := range rs {
+			if r.Seed == first {
+				lines = append(lines, r)
+			}
+		}
+		util := func(p Point) float64 { return 100 * p.CPUInUse }
+		nodes := func(p Point) float64 { return float64(p.NodesInUse) }
+		if err := linePlot(filepath.Join(dir, "util-"+w+".png"),
+			fmt.Sprintf("%s (seed %d): cpu utilization of the nodes in use", w, first), "% of allocatable", lines, util); err != nil {
+			return err
+		}
+		hot := func(p Point) float64 { return float64(p.Hot) }
+		if err := linePlot(filepath.Join(dir, "hot-"+w+".png"),
+			fmt.Sprintf("%s (seed %d): nodes whose true usage is above 90 %%", w, first), "nodes", lines, hot); err != nil {
+			return err
+		}
+		if err := linePlot(filepath.Join(dir, "nodes-"+w+".png"),
+			fmt.Sprintf("%s (seed %d): nodes in use", w, first), "nodes", lines, nodes); err != nil {
+			return err
+		}
+		// Overload bars: median over seeds per scheduler, in first-seen order.
+		var names []string
+		vals := map[string][]float64{}
+		for _, r := range rs {
+			if _, ok := vals[r.Scheduler]; !ok {
+				names = append(names, r.Scheduler)
+			}
+			vals[r.Scheduler] = append(vals[r.Scheduler], r.Figures.Overload[1])
+		}
+		var bars plotter.Values
+		for _, n := range names {
+			bars = append(bars, median(vals[n]))
+		}
+		p := plot.New()
+		p.Title.Text = w + ": overloaded node-minutes (usage > 90 %), median over seeds"
+		p.Y.Label.Text = "node-minutes"
+		b, err := plotter.NewBarChart(bars, vg.Points(22))
+		if err != nil {
+			return err
+		}
+		b.Color = color.RGBA{R: 200, G: 60, B: 40, A: 255}
+		p.Add(b)
+		p.NominalX(names...)
+		if err := p.Save(7*vg.Inch, 3.2*vg.Inch, filepath.Join(dir, "overload-"+w+".png")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func linePlot(file, title, ylabel string, rs []Result, y func(Point) float64) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "simulated minutes"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	for i, r := range rs {
+		xys := make(plotter.XYs, len(r.Series))
+		for j, pt := range r.Series {
+			xys[j] = plotter.XY{X: pt.Minute, Y: y(pt)}
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 7)
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(r.Scheduler, l)
+	}
+	return p.Save(7*vg.Inch, 3.6*vg.Inch, file)
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// columns of the table: header and value of a result.
+var columns = []struct {
+	name string
+	val  func(f Figures) float64
+	prec int
+}{
+	{"overload >80% node-min", func(f Figures) float64 { return f.Overload[0] }, 0},
+	{"overload >90% node-min", func(f Figures) float64 { return f.Overload[1] }, 0},
+	{"overload >100% node-min", func(f Figures) float64 { return f.Overload[2] }, 0},
+	{"worst node p99 util", func(f Figures) float64 { return f.WorstP99 }, 2},
+	{"pods created", func(f Figures) float64 { return float64(f.Created) }, 0},
+	{"placed", func(f Figures) float64 { return float64(f.Placed) }, 0},
+	{"pending at end", func(f Figures) float64 { return float64(f.Pending) }, 0},
+	{"bind p50 s", func(f Figures) float64 { return f.BindP50 }, 2},
+	{"bind p99 s", func(f Figures) float64 { return f.BindP99 }, 2},
+	{"nodes in use", func(f Figures) float64 { return f.NodesInUse }, 1},
+	{"cpu util in use", func(f Figures) float64 { return f.CPUInUse }, 2},
+	{"mem util in use", func(f Figures) float64 { return f.MemInUse }, 2},
+	{"cv cpu util", func(f Figures) float64 { return f.CV }, 3},
+	{"failed starts", func(f Figures) float64 { return float64(f.FailedStarts) }, 0},
+	{"groups complete/created", func(f Figures) float64 { return f.GroupShare }, 2},
+	{"groups partial at end", func(f Figures) float64 { return float64(f.GroupsPartial) }, 0},
+	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0},
+	{"longest sample gap min", func(f Figures) float64 { return f.MaxGap }, 1},
+}
+
+// writeReport writes results.md, results.csv and the plots into dir.
+func writeReport(dir, command string, rc RunConfig, seeds []uint64, results []Result) error {
+	var md strings.Builder
+	fmt.Fprintf(&md, "Command: `%s`\n\n", command)
+	fmt.Fprintf(&md, "Seeds %v; %d nodes of 16 cpu / 64 GiB; %.0f simulated minutes per run (first %.0f not measured); "+
+		"pods' mean run %.0f min; simulated time runs %.0fx real time.\n\n",
+		seeds, rc.Cluster.Nodes, rc.Duration.Minutes(), rc.Warmup.Minutes(), rc.MeanRun.Minutes(), rc.Speed)
+	head := []string{"workload", "scheduler", "seed"}
+	for _, c := range columns {
+		head = append(head, c.name)
+	}
+	fmt.Fprintf(&md, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	var rows [][]string
+	for _, r := range results {
+		row := []string{r.Workload, r.Scheduler, strconv.FormatUint(r.Seed, 10)}
+		for _, c := range columns {
+			row = append(row, strconv.FormatFloat(c.val(r.Figures), 'f', c.prec, 64))
+		}
+		rows = append(rows, row)
+		fmt.Fprintf(&md, "| %s |\n", strings.Join(row, " | "))
+	}
+	// Medians over seeds, when there are several.
+	if len(seeds) > 1 {
+		fmt.Fprintf(&md, "\nMedians over seeds:\n\n| %s |\n|%s\n", strings.Join(append([]string{"workload", "scheduler", "seeds"}, head[3:]...), " | "), strings.Repeat("---|", len(head)))
+		type key struct{ w, s string }
+		groups := map[key][]Figures{}
+		var order []key
+		for _, r := range results {
+			k := key{r.Workload, r.Scheduler}
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], r.Figures)
+		}
+		for _, k := range order {
+			row := []string{k.w, k.s, strconv.Itoa(len(groups[k]))}
+			for _, c := range columns {
+				var xs []float64
+				for _, f := range groups[k] {
+					xs = append(xs, c.val(f))
+				}
+				row = append(row, strconv.FormatFloat(median(xs), 'f', c.prec, 64))
+			}
+			fmt.Fprintf(&md, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	if err := writePlots(dir, results); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	cw.Write(head)
+	cw.WriteAll(rows)
+	if err := cw.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,600 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// RunConfig is what every run of a lab invocation shares.
+type RunConfig struct {
+	Cluster Cluster
+	// Duration is the simulated time of a run; the first Warmup of it is not measured.
+	// MeanRun is the pods' mean run time (simulated).
+	Duration, Warmup, MeanRun time.Duration
+	// Speed is simulated seconds per real second.
+	Speed float64
+	Model Model
+	// Progress receives a progress line every few seconds.
+	Progress io.Writer
+	// AnnotatorBin and PrometheusBin are the node annotator and Prometheus executables.
+	AnnotatorBin, PrometheusBin string
+}
+
+// Point is one moment of a run's time series.
+type Point struct {
+	Minute     float64
+	CPUInUse   float64 // mean cpu utilization of the nodes in use
+	NodesInUse int
+	Hot        int // nodes above 90 %
+}
+
+// Result is one run: a workload, a scheduler, a seed.
+type Result struct {
+	Workload, Scheduler string
+	Seed                uint64
+	Figures             Figures
+	Series              []Point
+	// Completed counts the pods kwok completed (Succeeded). StatsNodes counts the nodes carrying
+	// the annotator's statistics at the end, BusyStatsNodes those whose mean free cpu is below
+	// 95 % of allocatable (the usage went all the way through Prometheus and the annotator).
+	Completed, StatsNodes, BusyStatsNodes int
+	// Gang workload: groups created, groups all of whose members were bound, groups left
+	// partly bound at the end, and cpu-minutes (cores x simulated minutes, after the warm-up)
+	// requested by bound members of groups not yet whole: room held by waiting members.
+	Groups, GroupsComplete, GroupsPartial int
+	// MaxGap is the longest simulated time between two samples, in minutes (1 when the lab
+	// kept up with the clock; more when the machine stalled it).
+	MaxGap         float64
+	HeldCPUMinutes float64
+}
+
+// groupCounts returns, per pod group, its members created, those ever bound, and the cpu
+// (millicores) requested by the bound members still running. tr.mu must be held.
+func (tr *tracker) groupCounts() map[string][3]int64 {
+	out := map[string][3]int64{}
+	for _, st := range tr.pods {
+		if st.plan.Group == "" {
+			continue
+		}
+		g := out[st.plan.Group]
+		g[0]++
+		if st.node >= 0 {
+			g[1]++
+			if !st.over {
+				g[2] += st.plan.CPU
+			}
+		}
+		out[st.plan.Group] = g
+	}
+	return out
+}
+
+// heldCPU is the cpu (millicores) requested by the bound, running members of groups not all
+// of whose members are bound.
+func (tr *tracker) heldCPU() float64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	held := 0.0
+	for name, g := range tr.groupCounts() {
+		if g[1] < int64(tr.groupMin[name]) {
+			held += float64(g[2])
+		}
+	}
+	return held
+}
+
+// groups returns the groups completed (every member bound at some time), partly bound at the
+// end, and created.
+func (tr *tracker) groups() (complete, partial, created int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for name, g := range tr.groupCounts() {
+		if g[0] < int64(tr.groupMin[name]) {
+			continue // not all members created before the end
+		}
+		created++
+		switch {
+		case g[1] >= int64(tr.groupMin[name]):
+			complete++
+		case g[1] > 0:
+			partial++
+		}
+	}
+	return complete, partial, created
+}
+
+// real converts a simulated duration to real time.
+func (rc RunConfig) real(d time.Duration) time.Duration { return time.Duration(float64(d) / rc.Speed) }
+
+// scaled is a simulated duration in real time, at least a second, as a Go duration string.
+func (rc RunConfig) scaled(d time.Duration) string {
+	return max(time.Second, rc.real(d).Round(100*time.Millisecond)).String()
+}
+
+// podState is what the lab knows of a pod of the workload.
+type podState struct {
+	plan    *PodPlan
+	created time.Time
+	node    int // -1 unbound
+	running bool
+	over    bool // succeeded, failed or deleted
+}
+
+// tracker follows the workload's pods through an informer and computes true usage.
+type tracker struct {
+	rc    RunConfig
+	seed  uint64
+	start atomic.Pointer[time.Time] // sim time 0; nil before the replay starts
+
+	mu        sync.Mutex
+	pods      map[string]*podState
+	nodeIdx   map[string]int
+	groupMin  map[string]int // each pod group's minimum
+	bind      []float64      // seconds, pods created after the warm-up
+	placed    int
+	failed    int
+	succeeded int
+	done      []string // terminated, to delete
+}
+
+func (tr *tracker) now() time.Duration {
+	s := tr.start.Load()
+	if s == nil {
+		return 0
+	}
+	return time.Duration(float64(time.Since(*s)) * tr.rc.Speed)
+}
+
+func (tr *tracker) observe(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	at := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	st := tr.pods[pod.Name]
+	if st == nil {
+		return
+	}
+	if pod.Spec.NodeName != "" && st.node < 0 {
+		st.node = tr.nodeIdx[pod.Spec.NodeName]
+		tr.placed++
+		if st.plan.Arrive >= tr.rc.Warmup {
+			tr.bind = append(tr.bind, at.Sub(st.created).Seconds())
+		}
+	}
+	if st.over {
+		return
+	}
+	switch pod.Status.Phase {
+	case corev1.PodRunning:
+		st.running = true
+	case corev1.PodSucceeded, corev1.PodFailed:
+		st.running, st.over = false, true
+		if pod.Status.Phase == corev1.PodFailed {
+			tr.failed++
+		} else {
+			tr.succeeded++
+		}
+		tr.done = append(tr.done, pod.Name)
+	}
+}
+
+// usage returns each node's true cpu (millicores) and memory (bytes) demand and running pods
+// at simulated time t.
+func (tr *tracker) usage(t time.Duration) (cpu, mem []float64, running []int) {
+	n := tr.rc.Cluster.Nodes
+	cpu, mem, running = make([]float64, n), make([]float64, n), make([]int, n)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, st := range tr.pods {
+		if !st.running || st.node < 0 {
+			continue
+		}
+		c, m := tr.rc.Model.Usage(tr.seed, st.plan, t)
+		cpu[st.node] += c
+		mem[st.node] += m
+		running[st.node]++
+	}
+	return cpu, mem, running
+}
+
+// ServeHTTP is the usage exporter Prometheus scrapes: each node's free cpu and memory, as a
+// node exporter would measure them (a node cannot use more than it has: free is at least 0).
+func (tr *tracker) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	cpu, mem, _ := tr.usage(tr.now())
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintln(w, "# HELP lab_node_free_cpu_millicores Allocatable cpu minus the true usage of the node's pods.")
+	fmt.Fprintln(w, "# TYPE lab_node_free_cpu_millicores gauge")
+	for i := range cpu {
+		fmt.Fprintf(w, "lab_node_free_cpu_millicores{node=%q} %g\n", nodeName(i), math.Max(0, float64(tr.rc.Cluster.CPU)-cpu[i]))
+	}
+	fmt.Fprintln(w, "# HELP lab_node_free_memory_bytes Allocatable memory minus the true usage of the node's pods.")
+	fmt.Fprintln(w, "# TYPE lab_node_free_memory_bytes gauge")
+	for i := range mem {
+		fmt.Fprintf(w, "lab_node_free_memory_bytes{node=%q} %g\n", nodeName(i), math.Max(0, float64(tr.rc.Cluster.Memory)-mem[i]))
+	}
+}
+
+// Run runs workload w under scheduler s on a fresh cluster and returns its figures.
+func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result {
+	t.Helper()
+	res := Result{Workload: w.Name, Scheduler: s.Name, Seed: seed}
+	c := harness.StartCluster(t)
+	nodes := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range nodes {
+				c.CreateNode(t, harness.NodeSpec{Name: nodeName(i),
+					CPU:    strconv.FormatInt(rc.Cluster.CPU, 10) + "m",
+					Memory: strconv.FormatInt(rc.Cluster.Memory, 10), Pods: "110"})
+			}
+		})
+	}
+	for i := range rc.Cluster.Nodes {
+		nodes <- i
+	}
+	close(nodes)
+	wg.Wait()
+	c.StartKwok(t, []byte(stages(w.BadNodes)))
+
+	tr := &tracker{rc: rc, seed: seed, pods: map[string]*podState{}, nodeIdx: map[string]int{}, groupMin: map[string]int{}}
+	for _, p := range w.Pods {
+		if p.Group != "" {
+			tr.groupMin[p.Group] = p.GroupMin
+		}
+	}
+	for i := range rc.Cluster.Nodes {
+		tr.nodeIdx[nodeName(i)] = i
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace("default"))
+	inf := factory.Core().V1().Pods().Informer()
+	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: tr.observe, UpdateFunc: func(_, o any) { tr.observe(o) },
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	exporter := &http.Server{Handler: tr}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("exporter: %v", err)
+	}
+	go exporter.Serve(ln)
+	t.Cleanup(func() { exporter.Close() })
+	prom := startPrometheus(t, rc.PrometheusBin, ln.Addr().String())
+	startAnnotator(t, c, rc, prom)
+
+	// The scheduler.
+	schedName := labSchedulerName
+	if s.Config != "" {
+		c.StartScheduler(t, harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config)})
+	} else {
+		root, _ := harness.RepoRoot()
+		c.ApplyCRDFile(t, filepath.Join(root, "yamlfiles", "podgroup-crd.yaml"))
+		d, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", s.File))
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if len(s.Plugins) > 0 {
+			if d, err = keepPlugins(d, s.Plugins); err != nil {
+				t.Fatalf("%v", err)
+			}
+		}
+		if schedName, err = profileName(d.SchedulerConfig); err != nil {
+			t.Fatalf("%s: %v", s.File, err)
+		}
+		c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
+	}
+
+	// The replay: pods are created when the simulated clock reaches their arrival.
+	start := time.Now()
+	tr.start.Store(&start)
+	// Neither creating nor deleting pods may hold up the clock's loop: both have buffers as
+	// large as the workload and workers of their own.
+	create := make(chan *PodPlan, len(w.Pods))
+	remove := make(chan string, len(w.Pods))
+	for range 3 {
+		wg.Go(func() {
+			for name := range remove {
+				_ = c.Client.CoreV1().Pods("default").Delete(ctx, name, *metav1.NewDeleteOptions(0))
+			}
+		})
+	}
+	var created atomic.Int64
+	for range 6 {
+		wg.Go(func() {
+			for p := range create {
+				spec := harness.PodSpec{Name: p.Name, SchedulerName: schedName,
+					CPU:    strconv.FormatInt(p.CPU, 10) + "m",
+					Memory: strconv.FormatInt(p.Memory, 10),
+					Labels: map[string]string{typeLabel: p.Type},
+					Annotations: map[string]string{
+						runAnnotation: fmt.Sprintf("%.1fs", rc.real(p.Duration).Seconds()),
+					}}
+				if p.Fragile {
+					spec.Annotations[failAnnotation] = "true"
+				}
+				if p.Group != "" {
+					spec.Labels["podGroup"] = p.Group
+					spec.Labels["minAvailable"] = strconv.Itoa(p.GroupMin)
+				}
+				pod, err := spec.Pod()
+				if err != nil {
+					t.Fatalf("%v", err)
+				}
+				tr.mu.Lock()
+				tr.pods[p.Name] = &podState{plan: p, created: time.Now(), node: -1}
+				tr.mu.Unlock()
+				if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					t.Logf("creating pod %s: %v", p.Name, err)
+					tr.mu.Lock()
+					delete(tr.pods, p.Name)
+					tr.mu.Unlock()
+					continue
+				}
+				created.Add(1)
+			}
+		})
+	}
+	next, lastSample, lastProgress := 0, time.Duration(0), time.Now()
+	var samples []Sample
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		<-tick.C
+		now := tr.now()
+		for next < len(w.Pods) && w.Pods[next].Arrive <= now && now < rc.Duration {
+			create <- &w.Pods[next]
+			next++
+		}
+		if now-lastSample >= time.Minute || now >= rc.Duration {
+			cpu, mem, running := tr.usage(now)
+			s := Sample{Minute: now.Minutes(), Span: (now - lastSample).Minutes(), CPU: cpu, Mem: mem, Running: running}
+			res.MaxGap = max(res.MaxGap, s.Span)
+			for i := range cpu {
+				s.CPU[i] /= float64(rc.Cluster.CPU)
+				s.Mem[i] /= float64(rc.Cluster.Memory)
+			}
+			if lastSample >= rc.Warmup {
+				samples = append(samples, s)
+				res.HeldCPUMinutes += s.Span * tr.heldCPU() / 1000
+			}
+			res.Series = append(res.Series, point(s))
+			lastSample = now
+			tr.mu.Lock()
+			done := tr.done
+			tr.done = nil
+			tr.mu.Unlock()
+			for _, name := range done {
+				remove <- name
+			}
+		}
+		if time.Since(lastProgress) >= 10*time.Second || now >= rc.Duration {
+			lastProgress = time.Now()
+			tr.mu.Lock()
+			placed, failed := tr.placed, tr.failed
+			tr.mu.Unlock()
+			fmt.Fprintf(rc.Progress, "  %s/%s seed %d: simulated %4.0f/%.0f min, pods created %d, placed %d, failed %d\n",
+				w.Name, s.Name, seed, now.Minutes(), rc.Duration.Minutes(), created.Load(), placed, failed)
+		}
+		if now >= rc.Duration {
+			break
+		}
+	}
+	close(create)
+	close(remove)
+	wg.Wait()
+
+	res.Figures = Accumulate(samples)
+	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()
+	if list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range list.Items {
+			if v, ok := n.Annotations["mean-free-cpu"]; ok {
+				res.StatsNodes++
+				if free, err := strconv.ParseFloat(v, 64); err == nil && free < 0.95*float64(rc.Cluster.CPU) {
+					res.BusyStatsNodes++
+				}
+			}
+		}
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	f := &res.Figures
+	f.Created, f.Placed, f.FailedStarts, res.Completed = int(created.Load()), tr.placed, tr.failed, tr.succeeded
+	f.Pending = f.Created - f.Placed
+	if res.Groups > 0 {
+		f.GroupShare = float64(res.GroupsComplete) / float64(res.Groups)
+	}
+	f.GroupsPartial, f.HeldCPUMinutes, f.MaxGap = res.GroupsPartial, res.HeldCPUMinutes, res.MaxGap
+	f.BindP50, f.BindP99 = quantile(tr.bind, 0.5), quantile(tr.bind, 0.99)
+	return res
+}
+
+func point(s Sample) Point {
+	p := Point{Minute: s.Minute}
+	sum := 0.0
+	for i := range s.CPU {
+		if s.Running[i] > 0 {
+			p.NodesInUse++
+			sum += s.CPU[i]
+		}
+		if math.Max(s.CPU[i], s.Mem[i]) > 0.9 {
+			p.Hot++
+		}
+	}
+	if p.NodesInUse > 0 {
+		p.CPUInUse = sum / float64(p.NodesInUse)
+	}
+	return p
+}
+
+// startPrometheus runs Prometheus scraping the exporter at addr every second and returns its URL.
+func startPrometheus(t harness.T, bin, target string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	err := os.WriteFile(cfg, fmt.Appendf(nil, "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"+
+		"scrape_configs:\n- job_name: lab-usage\n  static_configs:\n  - targets: [%q]\n", target), 0o600)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	for attempt := 0; ; attempt++ {
+		addr := "127.0.0.1:" + strconv.Itoa(harness.MustFreePort(t))
+		p := harness.StartProcess(t, "prometheus", harness.LogDir(t), bin, nil,
+			"--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data-"+strconv.Itoa(attempt)),
+			"--web.listen-address="+addr, "--log.level=warn")
+		deadline := time.Now().Add(2 * time.Minute)
+		for !p.Exited() && time.Now().Before(deadline) {
+			if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return "http://" + addr
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		p.Stop()
+		if attempt == 2 {
+			t.Fatalf("Prometheus never became ready:\n%s", p.Tail(20))
+		}
+	}
+}
+
+// annotatorEnv is the node annotator's configuration in the lab: its shipped defaults (30 s
+// allocation interval, 5 min statistics, 6 h window, 30 min refresh, 1 min step) in simulated
+// time, reading the usage exporter through Prometheus.
+func annotatorEnv(rc RunConfig, prom string) map[string]string {
+	return map[string]string{
+		"STATS_SOURCE": "prometheus", "PROMETHEUS_URL": prom, "PROMETHEUS_NODE_LABEL": "node",
+		"PROMETHEUS_CPU_QUERY":    "lab_node_free_cpu_millicores",
+		"PROMETHEUS_MEMORY_QUERY": "lab_node_free_memory_bytes",
+		"INTERVAL":                rc.scaled(30 * time.Second),
+		"STATS_INTERVAL":          rc.scaled(5 * time.Minute),
+		"STATS_WINDOW":            rc.scaled(6 * time.Hour),
+		"STATS_REFRESH":           rc.scaled(30 * time.Minute),
+		"PROMETHEUS_STEP":         rc.scaled(time.Minute),
+		"LOG_LEVEL":               "INFO",
+		// Rates are scaled like durations: the shipped 20 patches/s (burst 40) in simulated time.
+		"PATCH_QPS": rc.rate(20), "PATCH_BURST": rc.rate(40),
+		"KUBE_API_QPS": rc.rate(20), "KUBE_API_BURST": rc.rate(40),
+	}
+}
+
+// rate is a per-second rate of simulated time in real time, as a setting's value.
+func (rc RunConfig) rate(perSecond float64) string {
+	return strconv.FormatFloat(math.Min(10000, perSecond*rc.Speed), 'f', 0, 64)
+}
+
+// scaledDurations are the sidecar settings that are durations of the cluster's life (not of a
+// request), divided by the speed like the annotator's.
+var scaledDurations = []string{"REWARD_START_TIMEOUT", "REWARD_MTTF", "REWARD_HALF_LIFE"}
+
+// sidecarEnv returns the environment overrides of d's sidecars: extra's, plus each sidecar's
+// API client rate (KUBE_API_QPS 20, KUBE_API_BURST 40 as shipped, in simulated time) and its
+// scaledDurations.
+func sidecarEnv(rc RunConfig, d *harness.Deployment, extra map[string]map[string]string) map[string]map[string]string {
+	env := map[string]map[string]string{}
+	for _, sc := range d.Sidecars {
+		e := map[string]string{"KUBE_API_QPS": rc.rate(20), "KUBE_API_BURST": rc.rate(40)}
+		for _, name := range scaledDurations {
+			if v, ok := harness.EnvValue(sc, name); ok {
+				if dur, err := time.ParseDuration(v); err == nil && dur > 0 {
+					e[name] = rc.scaled(dur)
+				}
+			}
+		}
+		for k, v := range extra[sc.Name] {
+			e[k] = v
+		}
+		env[sc.Name] = e
+	}
+	return env
+}
+
+// startAnnotator applies yamlfiles/node-annotator.yaml and runs the annotator as its service
+// account, with annotatorEnv.
+func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string) {
+	t.Helper()
+	root, _ := harness.RepoRoot()
+	c.ApplyFile(t, filepath.Join(root, "yamlfiles", "node-annotator.yaml"), false)
+	kubeconfig := c.KubeconfigFor(t, "system:serviceaccount:kube-system:node-annotator",
+		"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
+	port := harness.MustFreePort(t)
+	env := []string{"KUBECONFIG=" + kubeconfig, "HTTP_PORT=127.0.0.1:" + strconv.Itoa(port)}
+	for k, v := range annotatorEnv(rc, prom) {
+		env = append(env, k+"="+v)
+	}
+	p := harness.StartProcess(t, "node-annotator", harness.LogDir(t), rc.AnnotatorBin, env)
+	deadline := time.Now().Add(harness.StartTimeout)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			t.Fatalf("node-annotator never became ready:\n%s", p.Tail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// buildAnnotator builds cmd/node-annotator (unchanged) into .cache/node-annotator/.
+func buildAnnotator() (string, error) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, ".cache", "node-annotator")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf("node-annotator-%d.tmp", os.Getpid()))
+	cmd := exec.Command("go", "build", "-o", tmp, "./cmd/node-annotator")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/node-annotator: %v\n%s", err, out)
+	}
+	bin := filepath.Join(dir, "node-annotator")
+	return bin, os.Rename(tmp, bin)
+}
+
+// findPrometheus returns PROMETHEUS_BIN or prometheus on PATH (hack/install-prometheus.sh).
+func findPrometheus() (string, error) {
+	if b := os.Getenv("PROMETHEUS_BIN"); b != "" {
+		return b, nil
+	}
+	b, err := exec.LookPath("prometheus")
+	if err != nil {
+		return "", fmt.Errorf("no Prometheus server (PROMETHEUS_BIN or prometheus on PATH); run hack/install-prometheus.sh")
+	}
+	return b, nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// Scheduler is one scheduler the lab compares: either kube-scheduler with a configuration of
+// its own (Config), or a deployment file of yamlfiles/ run as the harness runs it (File, with
+// Env overriding sidecar variables and, for the plugin scheduler, Plugins keeping only those
+// of its multiPoint plugins).
+type Scheduler struct {
+	Name    string
+	About   string
+	Config  string
+	File    string
+	Env     map[string]map[string]string
+	Plugins []string
+}
+
+// labSchedulerName is the profile of the kube-scheduler configurations below.
+const labSchedulerName = "lab-scheduler"
+
+const configHead = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: lab-scheduler
+`
+
+func pigeon(objective string) map[string]map[string]string {
+	return map[string]map[string]string{"pigeon": {"POLICY_OBJECTIVE": objective}}
+}
+
+// Schedulers are every scheduler the lab knows, in table order.
+var Schedulers = []Scheduler{
+	{Name: "defaults", About: "kube-scheduler v1.37 defaults (NodeResourcesFit LeastAllocated + BalancedAllocation...)", Config: configHead},
+	{Name: "most-allocated", About: "kube-scheduler, NodeResourcesFit MostAllocated (cpu, memory)", Config: configHead + `  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 1
+        - name: memory
+          weight: 1
+`},
+	{Name: "balanced", About: "kube-scheduler, NodeResourcesBalancedAllocation the only score", Config: configHead + `  plugins:
+    score:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: NodeResourcesBalancedAllocation
+        weight: 1
+`},
+	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
+	{Name: "pigeon-abp", About: "extender: yamlfiles/extender.pigeon.yaml, A_BINPACK", File: "extender.pigeon.yaml", Env: pigeon("A_BINPACK")},
+	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE", File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE")},
+	{Name: "pigeon-cons", About: "extender: yamlfiles/extender.pigeon.yaml, CONSOLIDATE", File: "extender.pigeon.yaml", Env: pigeon("CONSOLIDATE")},
+	{Name: "reward", About: "extender: yamlfiles/extender.reward.yaml as shipped", File: "extender.reward.yaml"},
+	{Name: "gang", About: "extender: yamlfiles/extender.gang.yaml as shipped", File: "extender.gang.yaml"},
+	{Name: "plugins-gang", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with pod-group only (quorum, all-or-nothing permit, 60 s timeout as shipped)",
+		File: "scheduler.plugins.yaml", Plugins: []string{"pod-group"}},
+	{Name: "plugins-safe", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with safe-overload, safe-balance, congestion (the safe row's agents and weights)",
+		File: "scheduler.plugins.yaml", Plugins: []string{"safe-overload", "safe-balance", "congestion"}},
+}
+
+func findScheduler(name string) (Scheduler, error) {
+	for _, s := range Schedulers {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	var names []string
+	for _, s := range Schedulers {
+		names = append(names, s.Name)
+	}
+	return Scheduler{}, fmt.Errorf("unknown scheduler %q (known: %v)", name, names)
+}
+
+// keepPlugins returns d with its first profile's multiPoint plugins limited to keep.
+func keepPlugins(d *harness.Deployment, keep []string) (*harness.Deployment, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(d.SchedulerConfig, &cfg); err != nil {
+		return nil, err
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) == 0 {
+		return nil, fmt.Errorf("%s: no profile", d.Source)
+	}
+	profile, _ := profiles[0].(map[string]any)
+	plugins, _ := profile["plugins"].(map[string]any)
+	mp, _ := plugins["multiPoint"].(map[string]any)
+	list, _ := mp["enabled"].([]any)
+	var enabled []any
+	for _, p := range list {
+		if m, ok := p.(map[string]any); ok && slices.Contains(keep, fmt.Sprint(m["name"])) {
+			enabled = append(enabled, p)
+		}
+	}
+	if len(enabled) != len(keep) {
+		return nil, fmt.Errorf("%s does not enable all of %v under multiPoint", d.Source, keep)
+	}
+	mp["enabled"] = enabled
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	copied := *d
+	copied.SchedulerConfig = out
+	return &copied, nil
+}
+
+// profileName returns the schedulerName of a configuration's first profile.
+func profileName(config []byte) (string, error) {
+	var cfg struct {
+		Profiles []struct {
+			SchedulerName string `json:"schedulerName"`
+		} `json:"profiles"`
+	}
+	if err := yaml.Unmarshal(config, &cfg); err != nil {
+		return "", err
+	}
+	if len(cfg.Profiles) == 0 || cfg.Profiles[0].SchedulerName == "" {
+		return "", fmt.Errorf("no profile with a schedulerName")
+	}
+	return cfg.Profiles[0].SchedulerName, nil
+}

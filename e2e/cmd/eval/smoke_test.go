@@ -1,0 +1,84 @@
+package main
+
+import (
+	"math"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestLabSmoke runs the lab end to end in a small configuration (20 nodes, 12 simulated
+// minutes of the reward workload) for kube-scheduler's defaults and for the safe and
+// congestion agents as extenders, and checks that the whole path works: kwok runs, completes
+// and fails pods; usage reaches the node annotations through Prometheus and the annotator;
+// every scheduler placed pods; the figures are finite.
+func TestLabSmoke(t *testing.T) {
+	prom, err := findPrometheus()
+	if err != nil {
+		if os.Getenv("REQUIRE_PROMETHEUS") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	annotator, err := buildAnnotator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := RunConfig{
+		Cluster:  Cluster{Nodes: 20, CPU: 16000, Memory: 64 << 30},
+		Duration: 12 * time.Minute, Warmup: 2 * time.Minute, MeanRun: 4 * time.Minute,
+		Speed: 30, Model: DefaultModel, Progress: testWriter{t},
+		AnnotatorBin: annotator, PrometheusBin: prom,
+	}
+	w, err := Generate(WorkReward, rc.Cluster, rc.Duration, rc.MeanRun, 1, rc.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"defaults", "safe"} {
+		s, err := findScheduler(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			r := Run(t, rc, w, s, 1)
+			f := r.Figures
+			t.Logf("%s: %+v; completed %d, nodes with statistics %d (busy %d)", name, f, r.Completed, r.StatsNodes, r.BusyStatsNodes)
+			if f.Created < len(w.Pods)/2 {
+				t.Errorf("created %d of %d pods", f.Created, len(w.Pods))
+			}
+			if f.Placed < f.Created*9/10 {
+				t.Errorf("placed %d of %d pods", f.Placed, f.Created)
+			}
+			if r.Completed == 0 {
+				t.Error("kwok completed no pod")
+			}
+			if f.FailedStarts == 0 {
+				t.Error("no fragile pod failed (kwok's fail stage on the bad nodes)")
+			}
+			if r.StatsNodes != rc.Cluster.Nodes || r.BusyStatsNodes == 0 {
+				t.Errorf("%d nodes carry statistics (%d busy), want all %d with some busy", r.StatsNodes, r.BusyStatsNodes, rc.Cluster.Nodes)
+			}
+			if f.Minutes < 8 || f.NodesInUse <= 0 || f.CPUInUse <= 0 || f.MemInUse <= 0 {
+				t.Errorf("minutes %v, nodes in use %v, utilization %v %v", f.Minutes, f.NodesInUse, f.CPUInUse, f.MemInUse)
+			}
+			for _, v := range append([]float64{f.WorstP99, f.CV, f.BindP50, f.BindP99}, f.Overload...) {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					t.Errorf("figure %v is not a finite non-negative number: %+v", v, f)
+				}
+			}
+			if f.BindP99 < f.BindP50 || f.BindP50 <= 0 {
+				t.Errorf("bind p50 %v, p99 %v", f.BindP50, f.BindP99)
+			}
+			if len(r.Series) < 10 {
+				t.Errorf("%d points in the time series", len(r.Series))
+			}
+		})
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(string(b))
+	return len(b), nil
+}

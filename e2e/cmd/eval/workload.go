@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// PodPlan is one pod of a workload: when it arrives and for how long it runs (simulated
+// time), what it requests and how much of that it truly uses.
+type PodPlan struct {
+	Index    int
+	Name     string
+	Arrive   time.Duration
+	Duration time.Duration
+	CPU      int64 // millicores requested
+	Memory   int64 // bytes requested
+	CPURatio float64
+	MemRatio float64
+	Type     string
+	// Fragile pods fail at start on the cluster's bad nodes (reward workload).
+	Fragile bool
+	// Group names the pod group (labels podGroup, minAvailable) of a gang member; GroupMin is
+	// its minimum, here every member.
+	Group    string
+	GroupMin int
+}
+
+// Cluster is the lab's cluster shape: every node alike.
+type Cluster struct {
+	Nodes  int
+	CPU    int64 // millicores per node
+	Memory int64 // bytes per node
+}
+
+// Workload is a named, seeded list of pods, sorted by arrival, and the nodes on which fragile
+// pods fail.
+type Workload struct {
+	Name     string
+	Pods     []PodPlan
+	BadNodes []string
+}
+
+// Workload names.
+const (
+	WorkSteady = "steady"
+	WorkBurst  = "burst"
+	WorkReward = "reward"
+	WorkGang   = "gang"
+)
+
+// Workloads are the workloads the lab knows.
+var Workloads = []string{WorkSteady, WorkBurst, WorkReward, WorkGang}
+
+// nodeName is the name of node i.
+func nodeName(i int) string { return fmt.Sprintf("node-%03d", i) }
+
+// podSizes are the cpu requests (millicores) pods draw from, with their weights; memory is
+// 2, 4 or 6 GiB per requested core.
+var podSizes = []struct {
+	cpu    int64
+	weight float64
+}{{500, 0.3}, {1000, 0.35}, {2000, 0.25}, {4000, 0.1}}
+
+func meanPodCPU() float64 {
+	m := 0.0
+	for _, s := range podSizes {
+		m += float64(s.cpu) * s.weight
+	}
+	return m
+}
+
+// Generate builds workload name for cluster c over duration (simulated), mean pod run time
+// meanRun, from seed.
+func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint64, m Model) (Workload, error) {
+	r := rand.New(rand.NewPCG(seed, 0x1ab5eed))
+	w := Workload{Name: name}
+	total := float64(c.CPU) * float64(c.Nodes)
+	// load is the share of allocatable cpu the steady arrivals aim at, at time t.
+	var load func(t time.Duration) float64
+	fragileShare := 0.0
+	switch name {
+	case WorkSteady:
+		// Between 60 and 90 %: one slow swing over the run.
+		load = func(t time.Duration) float64 { return 0.75 - 0.15*math.Cos(2*math.Pi*float64(t)/float64(duration)) }
+	case WorkBurst:
+		load = func(time.Duration) float64 { return 0.65 }
+	case WorkReward:
+		load = func(time.Duration) float64 { return 0.7 }
+		fragileShare = 0.3
+		// A quarter of the nodes (every fourth) fail the fragile pods.
+		for i := 0; i < c.Nodes; i += 4 {
+			w.BadNodes = append(w.BadNodes, nodeName(i))
+		}
+	case WorkGang:
+		// A nearly full cluster: services at 85 %, plus the groups below.
+		load = func(time.Duration) float64 { return 0.85 }
+	default:
+		return w, fmt.Errorf("unknown workload %q (known: %v)", name, Workloads)
+	}
+	add := func(arrive, run time.Duration, kind string) {
+		p := PodPlan{Index: len(w.Pods), Arrive: arrive, Duration: run, Type: kind}
+		x := r.Float64()
+		for _, s := range podSizes {
+			if x < s.weight {
+				p.CPU = s.cpu
+				break
+			}
+			x -= s.weight
+		}
+		if p.CPU == 0 {
+			p.CPU = podSizes[len(podSizes)-1].cpu
+		}
+		p.Memory = p.CPU * int64(2+2*r.IntN(3)) << 30 / 1000
+		p.CPURatio, p.MemRatio = m.ratios(r)
+		if fragileShare > 0 && r.Float64() < fragileShare {
+			p.Fragile, p.Type = true, "fragile"
+		}
+		w.Pods = append(w.Pods, p)
+	}
+	runFor := func(mean time.Duration) time.Duration {
+		d := time.Duration(r.ExpFloat64() * float64(mean))
+		return max(d, 2*time.Minute)
+	}
+	// The cluster starts at its target load: pods arriving over the first two minutes, with
+	// remaining run times drawn from the same (memoryless) distribution.
+	initial := int(load(0) * total / meanPodCPU())
+	for range initial {
+		add(time.Duration(r.Float64()*float64(2*time.Minute)), runFor(meanRun), "service")
+	}
+	// Then arrivals (Poisson, minute by minute) at the rate that holds the target load.
+	for t := time.Duration(0); t < duration; t += time.Minute {
+		rate := load(t) * total / meanPodCPU() / meanRun.Minutes() // pods per minute
+		for range poisson(r, rate) {
+			add(t+time.Duration(r.Float64()*float64(time.Minute)), runFor(meanRun), "service")
+		}
+	}
+	if name == WorkBurst {
+		// A burst: a fifth of the cluster's cpu in batch pods arriving within three minutes at
+		// 40 % of the run, each running about half a mean run time.
+		at := time.Duration(0.4 * float64(duration))
+		for n := int(0.2 * total / meanPodCPU()); n > 0; n-- {
+			add(at+time.Duration(r.Float64()*float64(3*time.Minute)), runFor(meanRun/2), "batch")
+		}
+	}
+	if name == WorkGang {
+		// Pod groups of 2-16 members (1 or 2 cpu each, all started together, all needed), arriving
+		// as a Poisson process at the rate that adds 10 % of the cluster's cpu.
+		meanGroup := 9.0 * 1500
+		rate := 0.1 * total / meanGroup / meanRun.Minutes()
+		g := 0
+		for t := time.Duration(0); t < duration; t += time.Minute {
+			for range poisson(r, rate) {
+				size, cpu := 2+r.IntN(15), int64(1000+1000*r.IntN(2))
+				at, run := t+time.Duration(r.Float64()*float64(time.Minute)), runFor(meanRun)
+				for range size {
+					add(at, run, "member")
+					p := &w.Pods[len(w.Pods)-1]
+					p.CPU, p.Memory = cpu, cpu*4<<30/1000
+					p.Group, p.GroupMin = fmt.Sprintf("group-%04d", g), size
+				}
+				g++
+			}
+		}
+	}
+	sort.SliceStable(w.Pods, func(i, j int) bool { return w.Pods[i].Arrive < w.Pods[j].Arrive })
+	for i := range w.Pods {
+		w.Pods[i].Name = fmt.Sprintf("%s-%05d", w.Pods[i].Type, w.Pods[i].Index)
+	}
+	return w, nil
+}
+
+// poisson draws a Poisson count of mean mu (normal approximation above 30).
+func poisson(r *rand.Rand, mu float64) int {
+	if mu > 30 {
+		return max(0, int(math.Round(mu+math.Sqrt(mu)*r.NormFloat64())))
+	}
+	l, k, p := math.Exp(-mu), 0, 1.0
+	for {
+		p *= r.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}
