@@ -223,49 +223,26 @@ func (e *liveNodeExporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-// startPrometheusFor runs the Prometheus server (PROMETHEUS_BIN or prometheus on PATH, as
-// hack/install-prometheus.sh provides) on a free loopback port, scraping target every 200 ms,
-// and returns its URL. Without a server the test is skipped, or fails when REQUIRE_PROMETHEUS is
-// set.
+// startPrometheusFor runs the Prometheus server on a free loopback port, scraping target every
+// 200 ms, and returns its URL (see requirePrometheus).
 func startPrometheusFor(t *testing.T, target string) string {
 	t.Helper()
-	bin := os.Getenv("PROMETHEUS_BIN")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("prometheus"); err != nil {
-			if os.Getenv("REQUIRE_PROMETHEUS") != "" {
-				t.Fatal("no Prometheus server (PROMETHEUS_BIN or prometheus on PATH); run hack/install-prometheus.sh")
-			}
-			t.Skip("no Prometheus server (PROMETHEUS_BIN or prometheus on PATH); run hack/install-prometheus.sh")
-		}
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	err := os.WriteFile(cfg, fmt.Appendf(nil, "global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n"+
-		"scrape_configs:\n- job_name: node\n  static_configs:\n  - targets: [%q]\n", target), 0o600)
+	return harness.StartPrometheus(t, requirePrometheus(t), fmt.Sprintf("global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\n"+
+		"scrape_configs:\n- job_name: node\n  static_configs:\n  - targets: [%q]\n", target), time.Minute)
+}
+
+// requirePrometheus returns the Prometheus server to run (harness.PrometheusBinary). Without one
+// the test is skipped, or fails when REQUIRE_PROMETHEUS is set (make test sets it).
+func requirePrometheus(t *testing.T) string {
+	t.Helper()
+	bin, err := harness.PrometheusBinary()
 	if err != nil {
-		t.Fatal(err)
-	}
-	for attempt := 0; ; attempt++ {
-		addr := "127.0.0.1:" + strconv.Itoa(harness.MustFreePort(t))
-		p := harness.StartProcess(t, "prometheus", harness.LogDir(t), bin, nil,
-			"--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data-"+strconv.Itoa(attempt)),
-			"--web.listen-address="+addr, "--log.level=warn")
-		deadline := time.Now().Add(time.Minute)
-		for !p.Exited() && time.Now().Before(deadline) {
-			if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return "http://" + addr
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+		if os.Getenv("REQUIRE_PROMETHEUS") != "" {
+			t.Fatal(err)
 		}
-		p.Stop()
-		if attempt == 2 {
-			t.Fatalf("Prometheus never became ready:\n%s", p.Tail(20))
-		}
+		t.Skip(err)
 	}
+	return bin
 }
 
 // TestAnnotatorFeedsAgents: the annotator, reading a real Prometheus, writes statistics the safe

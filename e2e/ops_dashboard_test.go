@@ -21,47 +21,13 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
-// prometheusServer starts Debian's Prometheus (PROMETHEUS_BIN or prometheus on PATH) on a free
-// loopback port with the scrape configuration scrapeConfigs (YAML, the list under
-// scrape_configs:), every scrape at 200 ms, and returns its URL. Without a server the test is
-// skipped, or fails when REQUIRE_PROMETHEUS is set.
+// prometheusServer starts Debian's Prometheus on a free loopback port with the scrape
+// configuration scrapeConfigs (YAML, the list under scrape_configs:), every scrape at 200 ms,
+// and returns its URL (see requirePrometheus).
 func prometheusServer(t *testing.T, scrapeConfigs string) string {
 	t.Helper()
-	bin := os.Getenv("PROMETHEUS_BIN")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("prometheus"); err != nil {
-			if os.Getenv("REQUIRE_PROMETHEUS") != "" {
-				t.Fatal("no Prometheus server (PROMETHEUS_BIN or prometheus on PATH); run hack/install-prometheus.sh")
-			}
-			t.Skip("no Prometheus server (PROMETHEUS_BIN or prometheus on PATH); run hack/install-prometheus.sh")
-		}
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\nscrape_configs:\n"+scrapeConfigs), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for attempt := 0; ; attempt++ {
-		addr := "127.0.0.1:" + strconv.Itoa(harness.MustFreePort(t))
-		p := harness.StartProcess(t, "prometheus", harness.LogDir(t), bin, nil,
-			"--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data-"+strconv.Itoa(attempt)),
-			"--web.listen-address="+addr, "--log.level=warn")
-		deadline := time.Now().Add(time.Minute)
-		for !p.Exited() && time.Now().Before(deadline) {
-			if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return "http://" + addr
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		p.Stop()
-		if attempt == 2 {
-			t.Fatalf("Prometheus never became ready:\n%s", p.Tail(20))
-		}
-	}
+	return harness.StartPrometheus(t, requirePrometheus(t),
+		"global:\n  scrape_interval: 200ms\n  scrape_timeout: 200ms\nscrape_configs:\n"+scrapeConfigs, time.Minute)
 }
 
 // promQuery runs an instant query and returns the number of series of its result.

@@ -103,7 +103,7 @@ func main() {
 		}
 	}
 	var err error
-	if rc.PrometheusBin, err = findPrometheus(); err != nil {
+	if rc.PrometheusBin, err = harness.PrometheusBinary(); err != nil {
 		fail("%v", err)
 	}
 	if rc.AnnotatorBin, err = buildAnnotator(); err != nil {

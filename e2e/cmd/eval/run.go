@@ -457,33 +457,8 @@ func point(s Sample) Point {
 // startPrometheus runs Prometheus scraping the exporter at addr every second and returns its URL.
 func startPrometheus(t harness.T, bin, target string) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	err := os.WriteFile(cfg, fmt.Appendf(nil, "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"+
-		"scrape_configs:\n- job_name: lab-usage\n  static_configs:\n  - targets: [%q]\n", target), 0o600)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	for attempt := 0; ; attempt++ {
-		addr := "127.0.0.1:" + strconv.Itoa(harness.MustFreePort(t))
-		p := harness.StartProcess(t, "prometheus", harness.LogDir(t), bin, nil,
-			"--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data-"+strconv.Itoa(attempt)),
-			"--web.listen-address="+addr, "--log.level=warn")
-		deadline := time.Now().Add(2 * time.Minute)
-		for !p.Exited() && time.Now().Before(deadline) {
-			if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return "http://" + addr
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		p.Stop()
-		if attempt == 2 {
-			t.Fatalf("Prometheus never became ready:\n%s", p.Tail(20))
-		}
-	}
+	return harness.StartPrometheus(t, bin, fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"+
+		"scrape_configs:\n- job_name: lab-usage\n  static_configs:\n  - targets: [%q]\n", target), 2*time.Minute)
 }
 
 // annotatorEnv is the node annotator's configuration in the lab: its shipped defaults (30 s
@@ -585,16 +560,4 @@ func buildAnnotator() (string, error) {
 	}
 	bin := filepath.Join(dir, "node-annotator")
 	return bin, os.Rename(tmp, bin)
-}
-
-// findPrometheus returns PROMETHEUS_BIN or prometheus on PATH (hack/install-prometheus.sh).
-func findPrometheus() (string, error) {
-	if b := os.Getenv("PROMETHEUS_BIN"); b != "" {
-		return b, nil
-	}
-	b, err := exec.LookPath("prometheus")
-	if err != nil {
-		return "", fmt.Errorf("no Prometheus server (PROMETHEUS_BIN or prometheus on PATH); run hack/install-prometheus.sh")
-	}
-	return b, nil
 }

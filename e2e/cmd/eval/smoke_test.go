@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
 // TestLabSmoke runs the lab end to end in a small configuration (20 nodes, 12 simulated
@@ -13,7 +15,7 @@ import (
 // and fails pods; usage reaches the node annotations through Prometheus and the annotator;
 // every scheduler placed pods; the figures are finite.
 func TestLabSmoke(t *testing.T) {
-	prom, err := findPrometheus()
+	prom, err := harness.PrometheusBinary()
 	if err != nil {
 		if os.Getenv("REQUIRE_PROMETHEUS") != "" {
 			t.Fatal(err)
