@@ -1,0 +1,178 @@
+package gangplugin
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/kube-safe-scheduler/extender/agents/gang"
+)
+
+// A member that finds no node while its group is short releases every waiting member of its
+// group at once (not another group's), and the group's queue timestamp becomes its failure.
+func TestPostFilterReleasesTheGroup(t *testing.T) {
+	riya := withLabels("podGroup", "g", "minAvailable", "3")
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	now := t0.Add(time.Minute)
+	pl.groups.now = func() time.Time { return now }
+	w.place(t, pl, mkPod("g-0", riya))
+	w.place(t, pl, mkPod("g-1", riya))
+	other := &fakeWaiting{pod: mkPod("h-0", withLabels("podGroup", "h", "minAvailable", "3"))}
+	w.waiting = append(w.waiting, other)
+
+	_, st := pl.PostFilter(context.Background(), nil, mkPod("g-2", riya), nil)
+	if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), "pod group default/g is released: g-2 found no node (2 of 3 placed, 2 waiting released)") {
+		t.Errorf("PostFilter: %v", st)
+	}
+	for _, wp := range w.waiting[:2] {
+		if !strings.Contains(wp.rejected, "member g-2 found no node while 2 of 3 were placed") {
+			t.Errorf("%s: rejected %q, want released", wp.pod.Name, wp.rejected)
+		}
+	}
+	if other.rejected != "" {
+		t.Error("a member of another group was rejected")
+	}
+	if got := pl.groups.timestamp(mkPod("g-5", riya), t0); !got.Equal(now) {
+		t.Errorf("the group's queue timestamp %s, want its failure %s", got, now)
+	}
+	// No backoff by default: the next PreFilter is the quorum's alone.
+	if _, ok := pl.groups.backedOff(gang.Key{Label: "podGroup", Namespace: "default", Name: "g"}); ok {
+		t.Error("backed off with podGroupBackoffSeconds 0")
+	}
+}
+
+// Nothing is released when the group has its minimum placed, when few enough are missing
+// (podGroupRejectPercentage), or for a pod in no group.
+func TestPostFilterKeeps(t *testing.T) {
+	ten := withLabels("podGroup", "t", "minAvailable", "10")
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	for i := range 9 {
+		w.place(t, pl, mkPod("t-"+string(rune('0'+i)), ten))
+	}
+	// 1 of 10 missing = 10 % <= the default 10 %: keep waiting.
+	if _, st := pl.PostFilter(context.Background(), nil, mkPod("t-9", ten), nil); st.Message() != "" {
+		t.Errorf("one of ten missing: %v", st)
+	}
+	for _, wp := range w.waiting {
+		if wp.rejected != "" {
+			t.Fatalf("%s released with 1 of 10 missing", wp.pod.Name)
+		}
+	}
+	pl.args.PodGroupRejectPercentage = 0
+	if _, st := pl.PostFilter(context.Background(), nil, mkPod("t-9", ten), nil); !strings.Contains(st.Message(), "released") {
+		t.Errorf("podGroupRejectPercentage 0: %v", st)
+	}
+	if _, st := pl.PostFilter(context.Background(), nil, mkPod("loose"), nil); st.Code() != fwk.Unschedulable {
+		t.Errorf("pod in no group: %v", st)
+	}
+}
+
+// With podGroupBackoffSeconds, a group that had all its members and still found no room is
+// rejected at PreFilter until the backoff ends, naming it; a group short of members is not
+// backed off (its members bring it back).
+func TestBackoff(t *testing.T) {
+	riya := withLabels("podGroup", "g", "minAvailable", "2")
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	pl.args.PodGroupBackoffSeconds = 30
+	now := t0
+	pl.groups.now = func() time.Time { return now }
+	pl.groups.counts.Set(mkPod("g-0", riya))
+	pl.groups.counts.Set(mkPod("g-1", riya))
+	w.place(t, pl, mkPod("g-0", riya))
+	pl.PostFilter(context.Background(), nil, mkPod("g-1", riya), nil)
+	_, st := pl.PreFilter(context.Background(), nil, mkPod("g-1", riya), nil)
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "pod group default/g failed recently: backed off until 2026-01-01T00:00:30Z (podGroupBackoffSeconds 30)") {
+		t.Fatalf("PreFilter in backoff: %v", st)
+	}
+	now = t0.Add(31 * time.Second)
+	if _, st := pl.PreFilter(context.Background(), nil, mkPod("g-1", riya), nil); !st.IsSuccess() {
+		t.Errorf("PreFilter after the backoff: %v", st)
+	}
+	short := withLabels("podGroup", "s", "minAvailable", "3")
+	pl.PostFilter(context.Background(), nil, mkPod("s-0", short), nil)
+	if _, ok := pl.groups.backedOff(gang.Key{Label: "podGroup", Namespace: "default", Name: "s"}); ok {
+		t.Error("a group short of members backed off")
+	}
+}
+
+// The first member to wait at Permit asks for its unplaced siblings to be activated (a sibling
+// turned away before it existed is tried again); the second does not ask again.
+func TestPermitActivatesSiblings(t *testing.T) {
+	riya := withLabels("podGroup", "g", "minAvailable", "3")
+	b, c, bound := mkPod("g-b", riya), mkPod("g-c", riya), mkPod("g-x", riya)
+	bound.Spec.NodeName = "n1"
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	pl.members = func(gang.Key) []*corev1.Pod { return []*corev1.Pod{mkPod("g-a", riya), b, c, bound} }
+	state := schedfw.NewCycleState()
+	state.Write(schedfw.PodsToActivateKey, schedfw.NewPodsToActivate())
+	if st, _ := pl.Permit(context.Background(), state, mkPod("g-a", riya), "n1"); !st.IsWait() {
+		t.Fatalf("g-a: %v", st)
+	}
+	data, _ := state.Read(schedfw.PodsToActivateKey)
+	got := data.(*schedfw.PodsToActivate).Map
+	if len(got) != 2 || got["default/g-b"] == nil || got["default/g-c"] == nil {
+		t.Errorf("activated %v, want default/g-b and default/g-c", got)
+	}
+}
+
+// A PodGroup without spec.minMember places its pods (minimum 0) and warns on the PodGroup once
+// per version of it.
+func TestNoMinMember(t *testing.T) {
+	w := &permitWorld{}
+	pl := w.plugin(t, &gang.PodGroup{Namespace: "default", Name: "nomin"})
+	u := unstructuredOf(map[string]any{"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "nomin", "namespace": "default", "resourceVersion": "7"}, "spec": map[string]any{}})
+	if err := pl.groups.store.GetStore().Update(u); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	pl.warn = func(pg *gang.PodGroup, reason, note string) { warnings = append(warnings, pg.Name+" "+reason+": "+note) }
+	for range 2 {
+		if _, st := pl.PreFilter(context.Background(), nil, mkPod("p", pg("nomin")), nil); !st.IsSuccess() {
+			t.Fatalf("PreFilter: %v", st)
+		}
+	}
+	if st, _ := w.place(t, pl, mkPod("p", pg("nomin"))); !st.IsSuccess() {
+		t.Fatalf("Permit: %v", st)
+	}
+	want := "nomin NoMinMember: PodGroup default/nomin has no spec.minMember: read as 0, so its pods are placed without waiting for each other; set spec.minMember"
+	if len(warnings) != 1 || warnings[0] != want {
+		t.Errorf("warnings %q, want one: %q", warnings, want)
+	}
+}
+
+func TestCoschedulingArgs(t *testing.T) {
+	for _, c := range []struct{ raw, err string }{
+		{``, ""},
+		{`{"permitWaitingTimeSeconds": 10}`, ""},
+		{`{"permitWaitingTimeSeconds": 0, "podGroupBackoffSeconds": 5, "podGroupRejectPercentage": 100}`, ""},
+		{`{"permitWaitingTimeSeconds": -1}`, "invalid permitWaitingTimeSeconds: -1 is not in 0..900"},
+		{`{"podGroupBackoffSeconds": -1}`, "invalid podGroupBackoffSeconds: -1 is negative"},
+		{`{"podGroupRejectPercentage": 101}`, "invalid podGroupRejectPercentage: 101 is not in 0..100"},
+		{`{"permitWaitingTimeSeconds": "10s"}`, "permitWaitingTimeSeconds: json: cannot unmarshal string"},
+		{`{"defaultScheduleTimeoutSeconds": 5}`, `unknown field "defaultScheduleTimeoutSeconds" (the fields are permitWaitingTimeSeconds, podGroupBackoffSeconds, podGroupRejectPercentage)`},
+	} {
+		args, err := coschedulingSchema.decode(&runtime.Unknown{Raw: []byte(c.raw), ContentType: runtime.ContentTypeJSON})
+		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: %v, want %q", c.raw, err, c.err)
+		}
+		if c.raw == "" && args != (Args{ScheduleTimeoutSeconds: 60, PodGroupRejectPercentage: 10}) {
+			t.Errorf("defaults %+v, want Coscheduling's (60 s, no backoff, 10 %%)", args)
+		}
+	}
+	// YAML, as kube-scheduler hands pluginConfig args over.
+	args, err := coschedulingSchema.decode(&runtime.Unknown{Raw: []byte("permitWaitingTimeSeconds: 10\n"), ContentType: runtime.ContentTypeYAML})
+	if err != nil || args.ScheduleTimeoutSeconds != 10 {
+		t.Errorf("YAML: %+v, %v", args, err)
+	}
+}
