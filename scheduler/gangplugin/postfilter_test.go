@@ -136,7 +136,9 @@ func TestNoMinMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	var warnings []string
-	pl.warn = func(pg *gang.PodGroup, reason, note string) { warnings = append(warnings, pg.Name+" "+reason+": "+note) }
+	pl.warn = func(pg *gang.PodGroup, reason, note string) {
+		warnings = append(warnings, pg.Name+" "+reason+": "+note)
+	}
 	for range 2 {
 		if _, st := pl.PreFilter(context.Background(), nil, mkPod("p", pg("nomin")), nil); !st.IsSuccess() {
 			t.Fatalf("PreFilter: %v", st)
