@@ -132,7 +132,7 @@ func TestCoschedulingChartConfigStarts(t *testing.T) {
 
 // TestCoschedulingInterleavedGroups: two groups that together exceed the room (one node, 4 cpu;
 // minMember 3 each, 1 cpu a pod, scheduleTimeoutSeconds 10: upstream's integration scenario),
-// created interleaved. A member that finds no node releases its group's waiting members at
+// created interleaved, one at a time. A member that finds no node releases its group's waiting members at
 // once (PostFilter), so one group is bound whole within 5 s of the last pod's creation (it took
 // 20 s, a Permit timeout, before).
 func TestCoschedulingInterleavedGroups(t *testing.T) {
@@ -143,9 +143,13 @@ func TestCoschedulingInterleavedGroups(t *testing.T) {
 			podGroup(t, c, "pg1", `"minMember": 3, "scheduleTimeoutSeconds": 10`)
 			podGroup(t, c, "pg2", `"minMember": 3, "scheduleTimeoutSeconds": 10`)
 			groups := map[string][]string{"pg1": {"pg1-0", "pg1-1", "pg1-2"}, "pg2": {"pg2-0", "pg2-1", "pg2-2"}}
+			// One at a time, each given the time to be tried before the next comes, so that the
+			// groups take the room in turns: pg1-0, pg2-0, pg1-1 and pg2-1 wait at Permit and fill
+			// the node, then pg1-2 and pg2-2 find no room.
 			for i := range 3 {
 				for _, g := range []string{"pg1", "pg2"} {
 					c.CreatePod(t, member(m, groups[g][i], g, "1"))
+					time.Sleep(300 * time.Millisecond)
 				}
 			}
 			last := time.Now()
@@ -166,7 +170,8 @@ func TestCoschedulingInterleavedGroups(t *testing.T) {
 }
 
 // TestCoschedulingNeverFitsThenLonePod: a group that can never fit (minMember 3 of 1 cpu on a
-// 2-cpu node) does not hold the room: a lone pod created after it binds within 2 s.
+// 2-cpu node) does not hold the room: a lone pod created once a member has found no room binds
+// within 2 s (it waited for the group's 10 s Permit timeout before).
 func TestCoschedulingNeverFitsThenLonePod(t *testing.T) {
 	t.Parallel()
 	for _, m := range gangModes {
@@ -176,8 +181,16 @@ func TestCoschedulingNeverFitsThenLonePod(t *testing.T) {
 			for i := range 3 {
 				c.CreatePod(t, member(m, fmt.Sprintf("big-%d", i), "big", "1"))
 			}
-			// Let the group try (and fail) first.
-			c.WaitForEvent(t, "default", "big-0", "FailedScheduling")
+			// Let the group try first: two members wait at Permit, the third finds no room.
+			failed := false
+			for start := time.Now(); !failed; time.Sleep(50 * time.Millisecond) {
+				if time.Since(start) > harness.BindingTimeout {
+					t.Fatal("no member of the group failed")
+				}
+				for i := range 3 {
+					failed = failed || len(c.Events(t, "default", fmt.Sprintf("big-%d", i))) > 0
+				}
+			}
 			created := time.Now()
 			c.CreatePod(t, harness.PodSpec{Name: "lone", SchedulerName: m.scheduler, CPU: "1"})
 			c.WaitForBindingWithin(t, "default", "lone", 2*time.Second)
