@@ -28,6 +28,8 @@ type Groups struct {
 	counts     *gang.Counts
 	podsSynced func() bool
 	store      groupStore
+	// status writes the PodGroups' status (nil in tests).
+	status *statusWriter
 
 	mu sync.Mutex
 	// failed is each group's last failure (a member found no node, or the group was released
@@ -87,6 +89,7 @@ func (g *Groups) startInformers(ctx context.Context, fh fwk.Handle) error {
 	groups := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0).ForResource(gang.PodGroupResource).Informer()
 	go groups.RunWithContext(ctx)
 	g.store = groups
+	g.status = newStatusWriter(ctx, dyn, fh.SharedInformerFactory().Core().V1().Pods().Informer(), g)
 	return nil
 }
 

@@ -124,8 +124,15 @@ func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.O
 	// A PodGroup created or changed after its pods were turned away (it did not exist, or its
 	// minimum was higher) brings them back.
 	if _, err := g.store.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { pl.activateGroupOf(obj) },
-		UpdateFunc: func(_, obj any) { pl.activateGroupOf(obj) },
+		AddFunc: func(obj any) { pl.activateGroupOf(obj) },
+		UpdateFunc: func(old, obj any) {
+			// The spec changed (not only the status, which the scheduler itself writes).
+			o, ok1 := old.(interface{ GetGeneration() int64 })
+			n, ok2 := obj.(interface{ GetGeneration() int64 })
+			if !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() {
+				pl.activateGroupOf(obj)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -174,6 +181,7 @@ func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.P
 	if !in {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	pl.groups.status.tried(req.Key)
 	if req.Warning != "" && pg != nil && pl.warn != nil && pg.Object != nil && pl.groups.warnOnce(req.Key.String(), pg.Object.GetResourceVersion()) {
 		pl.warn(pg, "NoMinMember", req.Warning)
 	}
