@@ -105,8 +105,8 @@ type statusWriter struct {
 	client      dynamic.Interface
 	pods        listersv1.PodLister
 	podInformer cache.SharedIndexInformer
-	groups *Groups
-	queue  workqueue.TypedRateLimitingInterface[string]
+	groups      *Groups
+	queue       workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// started is when the scheduler first tried a member of each PodGroup (namespace/name).
