@@ -89,7 +89,7 @@ func (g *Groups) startInformers(ctx context.Context, fh fwk.Handle) error {
 	groups := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0).ForResource(gang.PodGroupResource).Informer()
 	go groups.RunWithContext(ctx)
 	g.store = groups
-	g.status = newStatusWriter(ctx, dyn, fh.SharedInformerFactory().Core().V1().Pods().Informer(), g)
+	g.status = newStatusWriter(ctx, dyn, fh.ClientSet(), fh.SharedInformerFactory().Core().V1().Pods().Informer(), g)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -101,9 +101,11 @@ func nextStatus(cur Status, min int32, pods []*corev1.Pod) Status {
 type statusWriter struct {
 	once sync.Once
 	// ctx is the scheduler's (the plugins' factories'): the writer runs until it ends.
-	ctx         context.Context
-	client      dynamic.Interface
-	pods        listersv1.PodLister
+	ctx    context.Context
+	client dynamic.Interface
+	// pods lists a group's members from the API server: the scheduler's informer does not hold
+	// terminated pods, which the status counts.
+	pods        func(ctx context.Context, namespace, selector string) ([]corev1.Pod, error)
 	podInformer cache.SharedIndexInformer
 	groups      *Groups
 	queue       workqueue.TypedRateLimitingInterface[string]
@@ -113,8 +115,15 @@ type statusWriter struct {
 	started map[string]time.Time
 }
 
-func newStatusWriter(ctx context.Context, client dynamic.Interface, podInformer cache.SharedIndexInformer, groups *Groups) *statusWriter {
-	return &statusWriter{ctx: ctx, client: client, pods: listersv1.NewPodLister(podInformer.GetIndexer()), podInformer: podInformer,
+func newStatusWriter(ctx context.Context, client dynamic.Interface, cs kubernetes.Interface, podInformer cache.SharedIndexInformer, groups *Groups) *statusWriter {
+	list := func(ctx context.Context, namespace, selector string) ([]corev1.Pod, error) {
+		l, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}
+	return &statusWriter{ctx: ctx, client: client, pods: list, podInformer: podInformer,
 		groups: groups, started: map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 }
@@ -196,9 +205,13 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if pg.MinMember != nil {
 		min = *pg.MinMember
 	}
-	pods, err := w.pods.Pods(pg.Namespace).List(labels.SelectorFromSet(labels.Set{gang.LabelPodGroupName: pg.Name}))
+	items, err := w.pods(ctx, pg.Namespace, labels.SelectorFromSet(labels.Set{gang.LabelPodGroupName: pg.Name}).String())
 	if err != nil {
 		return err
+	}
+	pods := make([]*corev1.Pod, len(items))
+	for i := range items {
+		pods[i] = &items[i]
 	}
 	var cur Status
 	if raw, ok := u.Object["status"]; ok {
