@@ -158,6 +158,9 @@ func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Nod
 	out := make([]framework.Verdict, len(nodes))
 	key, in := KeyOf(pod)
 	if !in {
+		if w := Overruled(pod); w != "" {
+			a.log.WithField("pod", pod.Namespace+"/"+pod.Name).Warn(w)
+		}
 		return out, nil
 	}
 	if a.unavailable != nil {

@@ -49,9 +49,45 @@ type Key struct {
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
 
 // KeyOf returns the group pod is counted in, from its labels alone, and false for a pod in no
-// group (no group label, or an empty one). A pod carrying both group labels is counted in its
-// PodGroup's group (Resolve rejects it).
+// group (no group label, or an empty one) and for a pod of a native pod group (see
+// NativeGroup). A pod carrying both group labels is counted in its PodGroup's group (Resolve
+// rejects it).
 func KeyOf(pod *corev1.Pod) (Key, bool) {
+	if NativeGroup(pod) != "" {
+		return Key{}, false
+	}
+	return labelKey(pod)
+}
+
+// NativeGroup returns the name of the pod's group of Kubernetes' own Workload API
+// (spec.schedulingGroup.podGroupName: a scheduling.k8s.io PodGroup, gang-scheduled by
+// kube-scheduler's GangScheduling plugin), "" for none. Such a pod is left to that plugin: it is
+// in none of our groups whatever its labels (the API server keeps the field only with the
+// GenericWorkload feature on), and its group is never looked up among scheduling.x-k8s.io
+// PodGroups, though the two kinds share the name PodGroup.
+func NativeGroup(pod *corev1.Pod) string {
+	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return *g.PodGroupName
+	}
+	return ""
+}
+
+// Overruled returns, for a pod of a native pod group that also carries one of our group labels,
+// the warning to give (which group governs it), "" otherwise.
+func Overruled(pod *corev1.Pod) string {
+	native := NativeGroup(pod)
+	if native == "" {
+		return ""
+	}
+	key, ok := labelKey(pod)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("pod is in the native pod group %s/%s (spec.schedulingGroup, scheduling.k8s.io) and names pod group %s (label %s): "+
+		"the native group governs it (kube-scheduler's GangScheduling); the label is ignored", pod.Namespace, native, key, key.Label)
+}
+
+func labelKey(pod *corev1.Pod) (Key, bool) {
 	if name := pod.Labels[LabelPodGroupName]; name != "" {
 		return Key{Label: LabelPodGroupName, Namespace: pod.Namespace, Name: name}, true
 	}

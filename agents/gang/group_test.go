@@ -245,3 +245,40 @@ func TestCheckMinResources(t *testing.T) {
 		t.Errorf("no minResources: %q", got)
 	}
 }
+
+// A pod of a native pod group (spec.schedulingGroup) is in none of our groups, whatever its
+// labels: no lookup of a scheduling.x-k8s.io PodGroup of that name, no count, no rejection; one
+// that carries our label too is told which group governs it.
+func TestNativeGroup(t *testing.T) {
+	name := "shared"
+	native := pod(map[string]string{"app": "x"})
+	native.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	both := pod(map[string]string{LabelPodGroupName: "shared"})
+	both.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	looked := false
+	lookup := func(string, string) (*PodGroup, error) { looked = true; return nil, nil }
+	for _, p := range []*corev1.Pod{native, both} {
+		if _, in := KeyOf(p); in {
+			t.Errorf("%v: counted in one of our groups", p.Labels)
+		}
+		if _, in, err := Resolve(p, lookup); in || err != nil {
+			t.Errorf("%v: Resolve in=%v err=%v, want left alone", p.Labels, in, err)
+		}
+	}
+	if looked {
+		t.Error("a native group's name was looked up among scheduling.x-k8s.io PodGroups")
+	}
+	if got := Overruled(native); got != "" {
+		t.Errorf("native only: %q", got)
+	}
+	want := "pod is in the native pod group ns/shared (spec.schedulingGroup, scheduling.k8s.io) and names pod group ns/shared " +
+		"(label scheduling.x-k8s.io/pod-group): the native group governs it (kube-scheduler's GangScheduling); the label is ignored"
+	if got := Overruled(both); got != want {
+		t.Errorf("both:\n got %q\nwant %q", got, want)
+	}
+	c := NewCounts()
+	c.Set(both)
+	if c.Groups() != 0 {
+		t.Error("a natively grouped pod was counted")
+	}
+}

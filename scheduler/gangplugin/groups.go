@@ -35,8 +35,10 @@ type Groups struct {
 	// failed is each group's last failure (a member found no node, or the group was released
 	// at Permit): its timestamp in the queue order until it is placed.
 	failed map[gang.Key]time.Time
-	// backoff is when a group backed off may be tried again.
+	// backoff is when a group backed off may be tried again; streak counts its consecutive
+	// backoffs (for the default's doubling).
 	backoff map[gang.Key]time.Time
+	streak  map[gang.Key]int
 	// warned is, per PodGroup (namespace/name), the resource version last warned about.
 	warned map[string]string
 	// now is the clock (tests set it).
@@ -58,7 +60,7 @@ func NewGroups() *Groups {
 }
 
 func newGroups() *Groups {
-	return &Groups{counts: gang.NewCounts(), failed: map[gang.Key]time.Time{}, backoff: map[gang.Key]time.Time{},
+	return &Groups{counts: gang.NewCounts(), failed: map[gang.Key]time.Time{}, backoff: map[gang.Key]time.Time{}, streak: map[gang.Key]int{},
 		warned: map[string]string{}, now: time.Now, podsSynced: func() bool { return true }}
 }
 
@@ -142,6 +144,24 @@ func (g *Groups) placed(key gang.Key) {
 	defer g.mu.Unlock()
 	delete(g.failed, key)
 	delete(g.backoff, key)
+	delete(g.streak, key)
+}
+
+// The default group backoff: kube-scheduler's default per-pod backoff (podInitialBackoffSeconds
+// 1, podMaxBackoffSeconds 10).
+const (
+	initialGroupBackoff = time.Second
+	maxGroupBackoff     = 10 * time.Second
+)
+
+// defaultBackoff returns the group's next default backoff: 1 s, doubling with each consecutive
+// failure up to 10 s.
+func (g *Groups) defaultBackoff(key gang.Key) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := initialGroupBackoff << min(g.streak[key], 4)
+	g.streak[key]++
+	return min(d, maxGroupBackoff)
 }
 
 // backOff keeps the group out for d.

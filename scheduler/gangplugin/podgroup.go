@@ -62,8 +62,9 @@ type PodGroup struct {
 	members func(key gang.Key) []*corev1.Pod
 	// activate moves pods back to the active queue (the handle's Activate); nil in tests.
 	activate func(pods map[string]*corev1.Pod)
-	// warn records a Warning event on a PodGroup; nil in tests.
-	warn func(pg *gang.PodGroup, reason, note string)
+	// warn records a Warning event on a PodGroup, warnPod on a pod; nil in tests.
+	warn    func(pg *gang.PodGroup, reason, note string)
+	warnPod func(pod *corev1.Pod, reason, note string)
 }
 
 var (
@@ -121,6 +122,9 @@ func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.O
 			recorder.Eventf(pg.Object, nil, corev1.EventTypeWarning, reason, "Scheduling", "%s", note)
 		}
 	}
+	pl.warnPod = func(pod *corev1.Pod, reason, note string) {
+		recorder.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Scheduling", "%s", note)
+	}
 	// A PodGroup created or changed after its pods were turned away (it did not exist, or its
 	// minimum was higher) brings them back.
 	if _, err := g.store.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -165,6 +169,9 @@ func (pl *PodGroup) resolve(pod *corev1.Pod) (gang.Requirement, *gang.PodGroup, 
 func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, in := gang.KeyOf(pod)
 	if !in {
+		if w := gang.Overruled(pod); w != "" && pl.warnPod != nil && pl.groups.warnOnce("pod/"+string(pod.UID), "warned") {
+			pl.warnPod(pod, "PodGroupOverruled", w)
+		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if !pl.groups.podsSynced() {
@@ -268,9 +275,16 @@ func (pl *PodGroup) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.
 			}
 		}
 	})
-	// A group that has all its members and still cannot be placed is kept out for a while;
-	// one short of members waits for them (they bring it back).
-	if d := time.Duration(pl.args.PodGroupBackoffSeconds) * time.Second; d > 0 && pl.groups.counts.CountWith(req.Key, pod) >= int(req.Min) {
+	// A group that has all its members and still cannot be placed is kept out for a while
+	// (podGroupBackoffSeconds, or else kube-scheduler's own per-pod backoff schedule, applied
+	// to the group: 1 s doubling to 10 s over its consecutive failures, which kube-scheduler
+	// itself skips when its queue is otherwise idle), then brought back; one short of members
+	// waits for them (they bring it back).
+	if pl.groups.counts.CountWith(req.Key, pod) >= int(req.Min) {
+		d := time.Duration(pl.args.PodGroupBackoffSeconds) * time.Second
+		if d == 0 {
+			d = pl.groups.defaultBackoff(req.Key)
+		}
 		pl.groups.backOff(req.Key, d)
 		time.AfterFunc(d, func() { pl.activateGroup(req.Key) })
 	}

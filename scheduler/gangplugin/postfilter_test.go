@@ -2,6 +2,7 @@ package gangplugin
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,9 +43,9 @@ func TestPostFilterReleasesTheGroup(t *testing.T) {
 	if got := pl.groups.timestamp(mkPod("g-5", riya), t0); !got.Equal(now) {
 		t.Errorf("the group's queue timestamp %s, want its failure %s", got, now)
 	}
-	// No backoff by default: the next PreFilter is the quorum's alone.
+	// g is short of members (g-2 is not counted): no backoff, its members bring it back.
 	if _, ok := pl.groups.backedOff(gang.Key{Label: "podGroup", Namespace: "default", Name: "g"}); ok {
-		t.Error("backed off with podGroupBackoffSeconds 0")
+		t.Error("a group short of members backed off")
 	}
 }
 
@@ -176,5 +177,60 @@ func TestCoschedulingArgs(t *testing.T) {
 	args, err := coschedulingSchema.decode(&runtime.Unknown{Raw: []byte("permitWaitingTimeSeconds: 10\n"), ContentType: runtime.ContentTypeYAML})
 	if err != nil || args.ScheduleTimeoutSeconds != 10 {
 		t.Errorf("YAML: %+v, %v", args, err)
+	}
+}
+
+// A pod of a native pod group that also names one of ours is left to the native group (PreFilter
+// skips it, Permit lets it pass) and warned once.
+func TestNativeGroupOverrules(t *testing.T) {
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	var warnings []string
+	pl.warnPod = func(p *corev1.Pod, reason, note string) { warnings = append(warnings, reason) }
+	name := "native"
+	p := mkPod("p", withLabels("podGroup", "g", "minAvailable", "3"))
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	for range 2 {
+		if _, st := pl.PreFilter(context.Background(), nil, p, nil); st.Code() != fwk.Skip {
+			t.Fatalf("PreFilter: %v, want Skip", st)
+		}
+	}
+	if st, _ := w.place(t, pl, p); !st.IsSuccess() {
+		t.Errorf("Permit: %v", st)
+	}
+	if len(warnings) != 1 || warnings[0] != "PodGroupOverruled" {
+		t.Errorf("warnings %v, want one PodGroupOverruled", warnings)
+	}
+}
+
+// Without podGroupBackoffSeconds, a group with all its members that found no room backs off as
+// kube-scheduler backs a pod off (1 s doubling to 10 s), since kube-scheduler's own backoff
+// lapses on an idle queue (the group was retried about 40 times a second); placed, it starts over.
+func TestDefaultBackoff(t *testing.T) {
+	riya := withLabels("podGroup", "g", "minAvailable", "2")
+	key := gang.Key{Label: "podGroup", Namespace: "default", Name: "g"}
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	now := t0
+	pl.groups.now = func() time.Time { return now }
+	pl.groups.counts.Set(mkPod("g-0", riya))
+	pl.groups.counts.Set(mkPod("g-1", riya))
+	var got []time.Duration
+	for range 6 {
+		pl.PostFilter(context.Background(), nil, mkPod("g-1", riya), nil)
+		until, ok := pl.groups.backedOff(key)
+		if !ok {
+			t.Fatal("not backed off")
+		}
+		got = append(got, until.Sub(now))
+		now = until
+	}
+	if want := []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}; !slices.Equal(got, want) {
+		t.Errorf("backoffs %v, want %v", got, want)
+	}
+	pl.groups.placed(key)
+	pl.PostFilter(context.Background(), nil, mkPod("g-1", riya), nil)
+	if until, _ := pl.groups.backedOff(key); until.Sub(now) != time.Second {
+		t.Errorf("after the group was placed: %s, want 1s", until.Sub(now))
 	}
 }
