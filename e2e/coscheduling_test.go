@@ -9,8 +9,13 @@ package e2e
 // spec.minResources is checked before any room is held.
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +233,42 @@ func TestCoschedulingSiblingRetried(t *testing.T) {
 			if n := c.PodNode(t, "default", "p1c"); n != "" {
 				t.Errorf("the gated p1c bound to %s", n)
 			}
+		})
+	}
+}
+
+// TestCoschedulingBadArgs: a Coscheduling arg that is unknown or out of range stops the
+// scheduler at start, naming it.
+func TestCoschedulingBadArgs(t *testing.T) {
+	t.Parallel()
+	bin := harness.BuildPluginScheduler(t)
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"+
+		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, args, want string }{
+		{"unknown", "permitWaitingTime: 10", `Coscheduling args: unknown field \"permitWaitingTime\" (the fields are permitWaitingTimeSeconds, podGroupBackoffSeconds, podGroupRejectPercentage)`},
+		{"negative", "podGroupBackoffSeconds: -1", "Coscheduling args: invalid podGroupBackoffSeconds: -1 is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := harness.SetSchedulerKubeconfig([]byte(strings.Replace(chartConfig, "permitWaitingTimeSeconds: 10", tc.args, 1)), kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tc.name+".yaml")
+			if err := os.WriteFile(path, cfg, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, "--config="+path, "--secure-port=0").CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("the scheduler did not stop with an error (%v):\n%s", err, out)
+			}
+			mustContain(t, "the scheduler's output", string(out), tc.want)
 		})
 	}
 }

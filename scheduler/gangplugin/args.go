@@ -27,8 +27,8 @@ type Args struct {
 	ScheduleTimeoutSeconds int64
 	// PodGroupBackoffSeconds keeps a group out of scheduling (rejected at PreFilter) for this
 	// long after one of its members found no node while the group had all its members and was
-	// short of its minimum placed; 0 (the default) keeps it out only by kube-scheduler's own
-	// per-pod backoff.
+	// short of its minimum placed; 0 (the default) keeps it out as kube-scheduler backs off a
+	// pod (1 s doubling to 10 s over consecutive failures).
 	PodGroupBackoffSeconds int64
 	// PodGroupRejectPercentage: when a member finds no node, its waiting siblings are released
 	// at once (PostFilter) unless the members still missing are at most this percentage of the

@@ -258,6 +258,11 @@ func (pl *PodGroup) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.
 	if err != nil || !in {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "not in a pod group")
 	}
+	// A member turned away because its group is backed off: the group was released and
+	// backed off already; doing it again would only push the backoff further.
+	if _, ok := pl.groups.backedOff(req.Key); ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
 	assigned := pl.assigned(req.Key, pod)
 	if assigned >= int(req.Min) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

@@ -222,6 +222,11 @@ func TestDefaultBackoff(t *testing.T) {
 		if !ok {
 			t.Fatal("not backed off")
 		}
+		// A member turned away during the backoff does not push it further.
+		pl.PostFilter(context.Background(), nil, mkPod("g-0", riya), nil)
+		if again, _ := pl.groups.backedOff(key); !again.Equal(until) {
+			t.Fatalf("a rejection during the backoff moved its end from %s to %s", until, again)
+		}
 		got = append(got, until.Sub(now))
 		now = until
 	}
