@@ -39,6 +39,9 @@ type Groups struct {
 	// backoffs (for the default's doubling).
 	backoff map[gang.Key]time.Time
 	streak  map[gang.Key]int
+	// turnedAway marks the groups a member of which was rejected for the backoff: only those
+	// need bringing back when it ends (the others are in the queue, waiting for their events).
+	turnedAway map[gang.Key]bool
 	// warned is, per PodGroup (namespace/name), the resource version last warned about.
 	warned map[string]string
 	// now is the clock (tests set it).
@@ -61,7 +64,8 @@ func NewGroups() *Groups {
 
 func newGroups() *Groups {
 	return &Groups{counts: gang.NewCounts(), failed: map[gang.Key]time.Time{}, backoff: map[gang.Key]time.Time{}, streak: map[gang.Key]int{},
-		warned: map[string]string{}, now: time.Now, podsSynced: func() bool { return true }}
+		turnedAway: map[gang.Key]bool{},
+		warned:     map[string]string{}, now: time.Now, podsSynced: func() bool { return true }}
 }
 
 // ensure starts the shared state once, with the first plugin's handle (every profile of a
@@ -145,6 +149,24 @@ func (g *Groups) placed(key gang.Key) {
 	delete(g.failed, key)
 	delete(g.backoff, key)
 	delete(g.streak, key)
+	delete(g.turnedAway, key)
+}
+
+// turnAway records that a member of the group was rejected for its backoff.
+func (g *Groups) turnAway(key gang.Key) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.turnedAway[key] = true
+}
+
+// backoffEnded reports whether members of the group were turned away during the backoff that
+// just ended (and forgets it).
+func (g *Groups) backoffEnded(key gang.Key) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was := g.turnedAway[key]
+	delete(g.turnedAway, key)
+	return was
 }
 
 // The default group backoff: kube-scheduler's default per-pod backoff (podInitialBackoffSeconds

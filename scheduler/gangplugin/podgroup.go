@@ -193,6 +193,7 @@ func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.P
 		pl.warn(pg, "NoMinMember", req.Warning)
 	}
 	if until, ok := pl.groups.backedOff(req.Key); ok {
+		pl.groups.turnAway(req.Key)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod group %s failed recently: backed off until %s (podGroupBackoffSeconds %d)",
 			req.Key, until.Format(time.RFC3339), pl.args.PodGroupBackoffSeconds))
 	}
@@ -291,7 +292,13 @@ func (pl *PodGroup) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.
 			d = pl.groups.defaultBackoff(req.Key)
 		}
 		pl.groups.backOff(req.Key, d)
-		time.AfterFunc(d, func() { pl.activateGroup(req.Key) })
+		// Members turned away meanwhile come back when it ends; the others wait for their
+		// events, as any pod (a retry here would only move the group's failure time on).
+		time.AfterFunc(d, func() {
+			if pl.groups.backoffEnded(req.Key) {
+				pl.activateGroup(req.Key)
+			}
+		})
 	}
 	pl.groups.markFailed(req.Key)
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod group %s is released: %s found no node (%d of %d placed, %d waiting released)",

@@ -239,3 +239,22 @@ func TestDefaultBackoff(t *testing.T) {
 		t.Errorf("after the group was placed: %s, want 1s", until.Sub(now))
 	}
 }
+
+// When a backoff ends, only a group a member of which was turned away meanwhile is brought back.
+func TestBackoffEnded(t *testing.T) {
+	riya := withLabels("podGroup", "g", "minAvailable", "1")
+	key := gang.Key{Label: "podGroup", Namespace: "default", Name: "g"}
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	pl.groups.counts.Set(mkPod("g-0", riya))
+	pl.PostFilter(context.Background(), nil, mkPod("g-0", riya), nil)
+	if pl.groups.backoffEnded(key) {
+		t.Error("nothing was turned away, yet the group would be brought back")
+	}
+	if _, st := pl.PreFilter(context.Background(), nil, mkPod("g-0", riya), nil); st.IsSuccess() {
+		t.Fatal("PreFilter passed during the backoff")
+	}
+	if !pl.groups.backoffEnded(key) {
+		t.Error("a member was turned away, yet the group would not be brought back")
+	}
+}
