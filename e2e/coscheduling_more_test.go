@@ -25,6 +25,12 @@ func TestCoschedulingQueueOrder(t *testing.T) {
 			c := startGang(t, m,
 				harness.NodeSpec{Name: "slot-a", CPU: "1", Labels: map[string]string{"slot": "a"}},
 				harness.NodeSpec{Name: "slot-b", CPU: "1", Labels: map[string]string{"slot": "b"}})
+			// Wait until the scheduler has read the PodGroups: a member tried before that fails
+			// with an error and is retried on kube-scheduler's error backoff, out of the order
+			// under test.
+			podGroup(t, c, "warm", `"minMember": 1`)
+			c.CreatePod(t, member(m, "warm", "warm", ""))
+			c.WaitForBinding(t, "default", "warm")
 			c.CreatePod(t, harness.PodSpec{Name: "blocker-a", NodeName: "slot-a", CPU: "1"})
 			c.CreatePod(t, harness.PodSpec{Name: "blocker-b", NodeName: "slot-b", CPU: "1"})
 			create := func(spec harness.PodSpec, slot string) {

@@ -286,11 +286,13 @@ func (pl *PodGroup) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.
 	// to the group: 1 s doubling to 10 s over its consecutive failures, which kube-scheduler
 	// itself skips when its queue is otherwise idle), then brought back; one short of members
 	// waits for them (they bring it back).
-	if pl.groups.counts.CountWith(req.Key, pod) >= int(req.Min) {
-		d := time.Duration(pl.args.PodGroupBackoffSeconds) * time.Second
-		if d == 0 {
-			d = pl.groups.defaultBackoff(req.Key)
-		}
+	// The default backoff applies only when members were released: their release is what
+	// wakes the group again at once; a group that held nothing waits for its events, as a pod.
+	d := time.Duration(pl.args.PodGroupBackoffSeconds) * time.Second
+	if d == 0 && released > 0 {
+		d = pl.groups.defaultBackoff(req.Key)
+	}
+	if d > 0 && pl.groups.counts.CountWith(req.Key, pod) >= int(req.Min) {
 		pl.groups.backOff(req.Key, d)
 		// Members turned away meanwhile come back when it ends; the others wait for their
 		// events, as any pod (a retry here would only move the group's failure time on).

@@ -215,6 +215,7 @@ func TestDefaultBackoff(t *testing.T) {
 	pl.groups.now = func() time.Time { return now }
 	pl.groups.counts.Set(mkPod("g-0", riya))
 	pl.groups.counts.Set(mkPod("g-1", riya))
+	w.place(t, pl, mkPod("g-0", riya)) // waits at Permit: each PostFilter below releases it
 	var got []time.Duration
 	for range 6 {
 		pl.PostFilter(context.Background(), nil, mkPod("g-1", riya), nil)
@@ -246,6 +247,7 @@ func TestBackoffEnded(t *testing.T) {
 	key := gang.Key{Label: "podGroup", Namespace: "default", Name: "g"}
 	w := &permitWorld{}
 	pl := w.plugin(t)
+	pl.args.PodGroupBackoffSeconds = 5
 	pl.groups.counts.Set(mkPod("g-0", riya))
 	pl.PostFilter(context.Background(), nil, mkPod("g-0", riya), nil)
 	if pl.groups.backoffEnded(key) {
@@ -256,5 +258,18 @@ func TestBackoffEnded(t *testing.T) {
 	}
 	if !pl.groups.backoffEnded(key) {
 		t.Error("a member was turned away, yet the group would not be brought back")
+	}
+}
+
+// Without podGroupBackoffSeconds, a group that held no room (nothing waiting to release) is not
+// backed off: it waits for its events, as any pod, and keeps its place in the queue.
+func TestNoDefaultBackoffWithoutRelease(t *testing.T) {
+	riya := withLabels("podGroup", "g", "minAvailable", "1")
+	w := &permitWorld{}
+	pl := w.plugin(t)
+	pl.groups.counts.Set(mkPod("g-0", riya))
+	pl.PostFilter(context.Background(), nil, mkPod("g-0", riya), nil)
+	if _, ok := pl.groups.backedOff(gang.Key{Label: "podGroup", Namespace: "default", Name: "g"}); ok {
+		t.Error("backed off though nothing was released")
 	}
 }
