@@ -15,7 +15,7 @@ import (
 // TestCoschedulingQueueOrder: the queue in Coscheduling's order, through the real queue. Two
 // slots, each taken by a bound blocker; on slot a, a group (PodGroup created first) and a lone
 // pod created 1.5 s later; on slot b, group pg-b and, 1.5 s later, group pg-a (whose name sorts
-// first). All four fail and park; then both blockers go at once and the queue decides: the
+// first). All four fail and park; then the blockers go, one at a time, and the queue decides: the
 // group on slot a (its PodGroup is older than the lone pod), pg-b on slot b (older, though its
 // name sorts later). Before, group-priority put the lone pod and pg-a first.
 func TestCoschedulingQueueOrder(t *testing.T) {
@@ -57,11 +57,14 @@ func TestCoschedulingQueueOrder(t *testing.T) {
 			// Past every pod's first backoff (1 s): the deletions move them to the active queue
 			// together, where the order decides.
 			time.Sleep(2500 * time.Millisecond)
-			c.DeletePod(t, "default", "blocker-a")
-			c.DeletePod(t, "default", "blocker-b")
-			for slot, want := range map[string]string{"slot-a": "z-group", "slot-b": "b-group"} {
-				if n := c.WaitForBinding(t, "default", want); n != slot {
-					t.Errorf("%s on %s, want %s", want, n, slot)
+			// One slot at a time: one event makes room for one pod, and the queue decides. Slot a
+			// first: the event of slot a retries slot b's two groups too, in queue order, so
+			// their failure times keep their order (a group retried after the lone pod came would
+			// go behind it: its timestamp is its last failure, as in Coscheduling).
+			for _, slot := range []struct{ blocker, node, want string }{{"blocker-a", "slot-a", "z-group"}, {"blocker-b", "slot-b", "b-group"}} {
+				c.DeletePod(t, "default", slot.blocker)
+				if n := c.WaitForBinding(t, "default", slot.want); n != slot.node {
+					t.Errorf("%s on %s, want %s", slot.want, n, slot.node)
 				}
 			}
 			for _, p := range []string{"a-lone", "a-group"} {
