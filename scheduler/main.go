@@ -5,8 +5,9 @@
 // like any plugin and configure them through pluginConfig args (see docs/plugin-mode.md). Every
 // flag, and --version, is kube-scheduler's.
 //
-// Beside them, package gangplugin adds pod-group (PreFilter, Reserve, Permit: gang scheduling)
-// and group-priority (QueueSort).
+// Beside them, package gangplugin adds pod-group (PreFilter, PostFilter, Reserve, Permit: gang
+// scheduling), the same under scheduler-plugins' name Coscheduling (with its QueueSort), and
+// group-priority (QueueSort).
 package main
 
 import (
@@ -36,8 +37,12 @@ func main() {
 	}
 	// The gang plugins (gang scheduling and the riya-scheduler's queue order) are not agent
 	// functions: they hold placements and order the queue, which only a scheduler can.
+	// pod-group and Coscheduling are one gang implementation under riya's and scheduler-plugins'
+	// names; the three share one view of the groups.
+	groups := gangplugin.NewGroups()
 	options = append(options,
-		app.WithPlugin(gangplugin.PodGroupName, gangplugin.NewPodGroup),
-		app.WithPlugin(gangplugin.GroupPriorityName, gangplugin.NewGroupPriority))
+		app.WithPlugin(gangplugin.PodGroupName, groups.NewPodGroup),
+		app.WithPlugin(gangplugin.CoschedulingName, groups.NewCoscheduling),
+		app.WithPlugin(gangplugin.GroupPriorityName, groups.NewGroupPriority))
 	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
 }

@@ -120,3 +120,35 @@ func TestCountWith(t *testing.T) {
 		t.Errorf("b, known in h: %d, want 2", n)
 	}
 }
+
+// A gated member exists but does not count towards the quorum until its gates are removed; the
+// pod being placed is never gated, whatever the counts last heard of it.
+func TestCountsGated(t *testing.T) {
+	g := Key{LabelPodGroupName, "ns", "pg"}
+	gated := func(name string) *corev1.Pod {
+		p := member(name, "ns", LabelPodGroupName, "pg")
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "wait"}}
+		return p
+	}
+	c := NewCounts()
+	c.Set(member("a", "ns", LabelPodGroupName, "pg"))
+	c.Set(gated("b"))
+	if n, m := c.Count(g), c.Gated(g); n != 1 || m != 1 {
+		t.Fatalf("one ungated, one gated: Count %d, Gated %d", n, m)
+	}
+	if n := c.CountWith(g, member("b", "ns", LabelPodGroupName, "pg")); n != 2 {
+		t.Errorf("b being placed (its ungating not heard yet): %d, want 2", n)
+	}
+	c.Set(member("b", "ns", LabelPodGroupName, "pg"))
+	if n, m := c.Count(g), c.Gated(g); n != 2 || m != 0 {
+		t.Errorf("b ungated: Count %d, Gated %d, want 2 and 0", n, m)
+	}
+	c.Delete("ns/a")
+	c.Delete("ns/b")
+	if c.Groups() != 0 {
+		t.Errorf("%d groups kept after every member left", c.Groups())
+	}
+	if _, ok := c.Since(g); ok {
+		t.Error("an emptied group keeps its age")
+	}
+}

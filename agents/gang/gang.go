@@ -67,6 +67,8 @@ type Agent struct {
 	// podsSynced reports that the counts hold every pod of the initial list.
 	podsSynced func() bool
 	groups     cache.SharedIndexInformer
+	// view is the cluster view, for a group's spec.minResources (room.go).
+	view framework.Cluster
 	// unavailable, when not nil, is why the agent cannot count (no cluster access): the
 	// filter's error for the pods of a group.
 	unavailable error
@@ -95,7 +97,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		h.Log.Warn(ErrNoClusterAccess.Error() + "; pods of a group will fail the gang filter")
 		return &Agent{log: h.Log, unavailable: ErrNoClusterAccess}, nil
 	}
-	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts()}
+	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts(), view: h.Cluster}
 	reg, err := h.Informers.Core().V1().Pods().Informer().AddEventHandler(a.counts.Handler())
 	if err != nil {
 		return nil, fmt.Errorf("adding the gang agent's pod handler: %w", err)
@@ -146,6 +148,9 @@ func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Nod
 	out := make([]framework.Verdict, len(nodes))
 	key, in := KeyOf(pod)
 	if !in {
+		if w := Overruled(pod); w != "" {
+			a.log.WithField("pod", pod.Namespace+"/"+pod.Name).Warn(w)
+		}
 		return out, nil
 	}
 	if a.unavailable != nil {
@@ -163,9 +168,15 @@ func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Nod
 	case err != nil:
 		reason = err.Error()
 	case in:
-		reason = req.Check(a.counts.CountWith(req.Key, pod))
+		reason = req.CheckGated(a.counts.CountWith(req.Key, pod), a.counts.Gated(req.Key))
 		if reason != "" && !a.counts.Seen(pod) && a.waitSeen(ctx, pod) {
-			reason = req.Check(a.counts.CountWith(req.Key, pod))
+			reason = req.CheckGated(a.counts.CountWith(req.Key, pod), a.counts.Gated(req.Key))
+		}
+		if reason == "" && len(req.MinResources) > 0 && a.view != nil {
+			reason = req.CheckMinResources(freeRoom(a.view, req.Key))
+		}
+		if req.Warning != "" {
+			a.log.Warn(req.Warning)
 		}
 	}
 	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {

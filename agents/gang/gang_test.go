@@ -29,6 +29,9 @@ type fakeCluster struct {
 	client  *fake.Clientset
 	typed   informers.SharedInformerFactory
 	dynamic dynamicinformer.DynamicSharedInformerFactory
+	// Cluster is the read-only view the agent gets (framework.Handle.Cluster), nil unless a test
+	// sets it.
+	Cluster framework.Cluster
 }
 
 func podGroupObject(ns, name string, minMember int64) *unstructured.Unstructured {
@@ -61,7 +64,7 @@ func (f *fakeCluster) start(t *testing.T) {
 func newAgent(t *testing.T, f *fakeCluster) *Agent {
 	t.Helper()
 	h := framework.NewHandle(nil)
-	h.Informers, h.Dynamic, h.Client = f.typed, f.dynamic, f.client
+	h.Informers, h.Dynamic, h.Client, h.Cluster = f.typed, f.dynamic, f.client, f.Cluster
 	a, err := New(DefaultConfig(), h)
 	if err != nil {
 		t.Fatal(err)

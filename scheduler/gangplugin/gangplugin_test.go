@@ -23,7 +23,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type podOpt func(*corev1.Pod)
 
-func labels(kv ...string) podOpt {
+func withLabels(kv ...string) podOpt {
 	return func(p *corev1.Pod) {
 		for i := 0; i < len(kv); i += 2 {
 			p.Labels[kv[i]] = kv[i+1]
@@ -59,49 +59,14 @@ func mkPod(name string, opts ...podOpt) *corev1.Pod {
 	return p
 }
 
+// queued is p's queue entry, first queued when it was created and requeued later.
 func queued(p *corev1.Pod) fwk.QueuedEntityInfo {
 	pi, err := schedfw.NewPodInfo(p)
 	if err != nil {
 		panic(err)
 	}
-	return &schedfw.QueuedPodInfo{PodInfo: pi, QueueingParams: schedfw.QueueingParams{Timestamp: t0}}
-}
-
-func TestLess(t *testing.T) {
-	cases := []struct {
-		name string
-		a, b *corev1.Pod
-		want bool // a before b
-	}{
-		{"higher groupPriority first, though created later", mkPod("a", labels("groupPriority", "10"), created(5)), mkPod("b", labels("groupPriority", "1")), true},
-		{"lower groupPriority after", mkPod("a", labels("groupPriority", "1")), mkPod("b", labels("groupPriority", "10"), created(5)), false},
-		{"missing groupPriority is 0", mkPod("a"), mkPod("b", labels("groupPriority", "1"), created(5)), false},
-		{"bad groupPriority is 0", mkPod("a", labels("groupPriority", "x")), mkPod("b", labels("groupPriority", "-1"), created(5)), true},
-		{"groupPriority before QoS", mkPod("a", labels("groupPriority", "2")), mkPod("b", labels("groupPriority", "1"), guaranteed), true},
-		{"Guaranteed before BestEffort", mkPod("a", guaranteed, created(5)), mkPod("b"), true},
-		{"BestEffort after Guaranteed", mkPod("a"), mkPod("b", guaranteed, created(5)), false},
-		{"Guaranteed before Burstable", mkPod("a", guaranteed, created(5)), mkPod("b", burstable), true},
-		{"Burstable before BestEffort", mkPod("a", burstable, created(5)), mkPod("b"), true},
-		{"QoS before pod priority", mkPod("a", guaranteed), mkPod("b", prio(100)), true},
-		{"higher pod priority first", mkPod("a", prio(100), created(5)), mkPod("b", prio(1)), true},
-		{"older first", mkPod("a", created(1)), mkPod("b", created(2)), true},
-		{"newer after", mkPod("a", created(2)), mkPod("b", created(1)), false},
-		{"pod in no group before a group member", mkPod("a", created(5)), mkPod("b", labels("podGroup", "g", "minAvailable", "2")), true},
-		{"groups by name, before creation time", mkPod("a", labels("podGroup", "g1", "minAvailable", "2"), created(5)), mkPod("b", labels("podGroup", "g2", "minAvailable", "2")), true},
-		{"within a group, older first", mkPod("a", labels("podGroup", "g", "minAvailable", "2"), created(2)), mkPod("b", labels("podGroup", "g", "minAvailable", "2"), created(1)), false},
-	}
-	pl := &GroupPriority{}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := pl.Less(queued(c.a), queued(c.b)); got != c.want {
-				t.Errorf("Less(a, b) = %v, want %v", got, c.want)
-			}
-			// A strict order: never both ways.
-			if pl.Less(queued(c.a), queued(c.b)) && pl.Less(queued(c.b), queued(c.a)) {
-				t.Error("Less holds both ways")
-			}
-		})
-	}
+	first := p.CreationTimestamp.Time
+	return &schedfw.QueuedPodInfo{PodInfo: pi, QueueingParams: schedfw.QueueingParams{Timestamp: t0.Add(time.Hour), InitialAttemptTimestamp: &first}}
 }
 
 // fakeWaiting is a pod waiting at Permit.
@@ -138,9 +103,12 @@ func (w *permitWorld) plugin(t *testing.T, groups ...*gang.PodGroup) *PodGroup {
 			t.Fatal(err)
 		}
 	}
+	g := newGroups()
+	g.store = fakeInformer{store}
 	return &PodGroup{
+		name:   PodGroupName,
 		args:   DefaultArgs(),
-		groups: fakeInformer{store},
+		groups: g,
 		assigned: func(key gang.Key, pod *corev1.Pod) int {
 			n := 0
 			for _, p := range w.placed {
@@ -173,7 +141,7 @@ func (w *permitWorld) place(t *testing.T, pl *PodGroup, pod *corev1.Pod) (*fwk.S
 }
 
 func TestPermit(t *testing.T) {
-	riya := labels("podGroup", "g", "minAvailable", "3")
+	riya := withLabels("podGroup", "g", "minAvailable", "3")
 	w := &permitWorld{}
 	pl := w.plugin(t)
 
@@ -181,7 +149,7 @@ func TestPermit(t *testing.T) {
 	if st, _ := w.place(t, pl, mkPod("loose")); !st.IsSuccess() {
 		t.Fatalf("pod in no group: %v", st)
 	}
-	if st, _ := w.place(t, pl, mkPod("solo", labels("podGroup", "s", "minAvailable", "1"))); !st.IsSuccess() {
+	if st, _ := w.place(t, pl, mkPod("solo", withLabels("podGroup", "s", "minAvailable", "1"))); !st.IsSuccess() {
 		t.Fatalf("group of minimum 1: %v", st)
 	}
 
@@ -194,7 +162,7 @@ func TestPermit(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, st.Message(), want)
 		}
 	}
-	other := &fakeWaiting{pod: mkPod("h-0", labels("podGroup", "h", "minAvailable", "3"))}
+	other := &fakeWaiting{pod: mkPod("h-0", withLabels("podGroup", "h", "minAvailable", "3"))}
 	w.waiting = append(w.waiting, other)
 	for _, wp := range w.waiting {
 		if wp.allowed {
@@ -216,13 +184,13 @@ func TestPermit(t *testing.T) {
 }
 
 func TestUnreserveReleasesTheGroup(t *testing.T) {
-	riya := labels("podGroup", "g", "minAvailable", "3")
+	riya := withLabels("podGroup", "g", "minAvailable", "3")
 	w := &permitWorld{}
 	pl := w.plugin(t)
 	a, b := mkPod("g-0", riya), mkPod("g-1", riya)
 	w.place(t, pl, a)
 	w.place(t, pl, b)
-	other := &fakeWaiting{pod: mkPod("h-0", labels("podGroup", "h", "minAvailable", "3"))}
+	other := &fakeWaiting{pod: mkPod("h-0", withLabels("podGroup", "h", "minAvailable", "3"))}
 	w.waiting = append(w.waiting, other)
 	// g-0 times out: the framework rejects it and unreserves it; g-1 must go too.
 	pl.Unreserve(context.Background(), nil, a, "n1")
@@ -242,17 +210,17 @@ func TestPermitPodGroupTimeout(t *testing.T) {
 	w := &permitWorld{}
 	pl := w.plugin(t, &gang.PodGroup{Namespace: "default", Name: "pg", MinMember: &three, ScheduleTimeoutSeconds: &five},
 		&gang.PodGroup{Namespace: "default", Name: "nt", MinMember: &three})
-	pl.args.DefaultScheduleTimeoutSeconds = 7
-	if _, d := w.place(t, pl, mkPod("pg-0", labels(gang.LabelPodGroupName, "pg"))); d != 5*time.Second {
+	pl.args.ScheduleTimeoutSeconds = 7
+	if _, d := w.place(t, pl, mkPod("pg-0", withLabels(gang.LabelPodGroupName, "pg"))); d != 5*time.Second {
 		t.Errorf("PodGroup with scheduleTimeoutSeconds 5: wait %s", d)
 	}
-	if _, d := w.place(t, pl, mkPod("nt-0", labels(gang.LabelPodGroupName, "nt"))); d != 7*time.Second {
+	if _, d := w.place(t, pl, mkPod("nt-0", withLabels(gang.LabelPodGroupName, "nt"))); d != 7*time.Second {
 		t.Errorf("PodGroup without scheduleTimeoutSeconds: wait %s, want the args' 7s", d)
 	}
-	if _, d := w.place(t, pl, mkPod("r-0", labels("podGroup", "r", "minAvailable", "2"))); d != 7*time.Second {
+	if _, d := w.place(t, pl, mkPod("r-0", withLabels("podGroup", "r", "minAvailable", "2"))); d != 7*time.Second {
 		t.Errorf("riya group: wait %s, want the args' 7s", d)
 	}
-	st, _ := w.place(t, pl, mkPod("ghost-0", labels(gang.LabelPodGroupName, "ghost")))
+	st, _ := w.place(t, pl, mkPod("ghost-0", withLabels(gang.LabelPodGroupName, "ghost")))
 	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "PodGroup default/ghost named by label") {
 		t.Errorf("missing PodGroup: %v", st)
 	}
@@ -266,7 +234,7 @@ func TestArgs(t *testing.T) {
 		{`{"defaultScheduleTimeoutSeconds": 901}`, "invalid defaultScheduleTimeoutSeconds: 901"},
 		{`{"scheduleTimeout": 5}`, `unknown field "scheduleTimeout"`},
 	} {
-		_, err := decodeArgs(&runtime.Unknown{Raw: []byte(c.raw), ContentType: runtime.ContentTypeJSON})
+		_, err := podGroupSchema.decode(&runtime.Unknown{Raw: []byte(c.raw), ContentType: runtime.ContentTypeJSON})
 		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s: %v, want %q", c.raw, err, c.err)
 		}
@@ -283,3 +251,7 @@ type fakeInformer struct{ cache.Indexer }
 func (f fakeInformer) GetStore() cache.Store { return f.Indexer }
 
 func (fakeInformer) HasSynced() bool { return true }
+
+func (fakeInformer) AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return nil, nil
+}

@@ -1,26 +1,27 @@
-// Package gangplugin holds the gang plugins of plugin mode (kube-safe-scheduler): pod-group
-// (PreFilter, Reserve and Permit: a group's members are held until enough exist, then placed
-// all together or not at all within the group's timeout) and group-priority (QueueSort: the
-// riya-scheduler's queue order). The group logic is agents/gang's (KeyOf, Resolve, Counts);
-// this package adds what only a scheduler can do: hold a placement. See docs/plugin-mode.md.
+// Package gangplugin holds the gang plugins of plugin mode (kube-safe-scheduler): pod-group and
+// Coscheduling (one gang implementation under two names: PreFilter, PostFilter, Reserve and
+// Permit; a group's members are held until enough exist, then placed all together or not at
+// all within the group's timeout, and a group that cannot complete gives its room back at
+// once), and the queue orders (Coscheduling's own QueueSort, and group-priority: the
+// riya-scheduler's). The group logic is agents/gang's (KeyOf, Resolve, Counts, the minResources
+// check); this package adds what only a scheduler can do: hold a placement. See
+// docs/plugin-mode.md.
 package gangplugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
+	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/agents/gang"
 )
@@ -28,118 +29,66 @@ import (
 // PodGroupName is the plugin's name.
 const PodGroupName = "pod-group"
 
-// maxTimeoutSeconds is kube-scheduler's longest Permit wait (15 minutes).
-const maxTimeoutSeconds = 900
-
-// Args are pod-group's pluginConfig args.
-type Args struct {
-	// DefaultScheduleTimeoutSeconds is how long the members of a group wait for each other at
-	// Permit when the group does not say (a riya group, a PodGroup without
-	// scheduleTimeoutSeconds): 1..900.
-	DefaultScheduleTimeoutSeconds int `json:"defaultScheduleTimeoutSeconds"`
-}
-
-// DefaultArgs returns the args with every default (60 s, Coscheduling's).
-func DefaultArgs() Args {
-	return Args{DefaultScheduleTimeoutSeconds: int(gang.DefaultScheduleTimeout / time.Second)}
-}
-
-// Validate names the bad field.
-func (a Args) Validate() error {
-	if a.DefaultScheduleTimeoutSeconds < 1 || a.DefaultScheduleTimeoutSeconds > maxTimeoutSeconds {
-		return fmt.Errorf("invalid defaultScheduleTimeoutSeconds: %d is not in 1..%d", a.DefaultScheduleTimeoutSeconds, maxTimeoutSeconds)
-	}
-	return nil
-}
-
-// decodeArgs reads the pluginConfig args strictly (an unknown field is an error naming it).
-func decodeArgs(obj runtime.Object) (Args, error) {
-	args := DefaultArgs()
-	if obj == nil {
-		return args, nil
-	}
-	u, ok := obj.(*runtime.Unknown)
-	if !ok {
-		return args, fmt.Errorf("want args of type runtime.Unknown, got %T", obj)
-	}
-	raw := bytes.TrimSpace(u.Raw)
-	if len(raw) == 0 {
-		return args, nil
-	}
-	if u.ContentType == runtime.ContentTypeYAML {
-		var err error
-		if raw, err = yaml.YAMLToJSON(raw); err != nil {
-			return args, err
-		}
-	}
-	strict, err := sigsjson.UnmarshalStrict(raw, &args, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-	if err != nil {
-		return args, err
-	}
-	if len(strict) > 0 {
-		return args, fmt.Errorf("%v (the fields are defaultScheduleTimeoutSeconds)", errors.Join(strict...))
-	}
-	return args, args.Validate()
-}
-
-// PodGroup is the plugin pod-group.
+// PodGroup is the gang plugin; pod-group is its name for riya's users, Coscheduling for
+// scheduler-plugins' (with Coscheduling's queue order besides).
 //
-// PreFilter: while fewer than the minimum non-terminated members of the pod's group exist (the
-// pod included), the pod is unschedulable and unresolvable (no preemption is tried), with the
-// extender filter's reason; a pod whose group cannot be resolved is rejected with the reason
+// PreFilter: while fewer than the minimum non-terminated, ungated members of the pod's group
+// exist (the pod included), while the group is backed off, or while the cluster's summed free
+// room cannot hold the PodGroup's spec.minResources, the pod is unschedulable and unresolvable
+// (no preemption is tried). A pod whose group cannot be resolved is rejected with the reason
 // naming the bad label or object.
 //
+// PostFilter: a member that found no node while fewer than the minimum of its group are
+// placed rejects every waiting member of its group at once (their room is free for others at
+// once), and the group goes behind the others in the queue (its timestamp becomes its last
+// failure) and, with podGroupBackoffSeconds, out of scheduling for that long.
+//
 // Permit: a member placed while fewer than the minimum members are assumed or bound (it
-// included) waits, up to the group's scheduleTimeoutSeconds (or the args' default); the member
-// that completes the minimum is allowed and allows every waiting member of its group, so they
-// bind together. When a waiting member is rejected (its timeout, or any later failure), Unreserve
-// rejects every other waiting member of its group: none of them binds, their reservations are
-// released, and they return to the queue.
+// included) waits, up to the group's scheduleTimeoutSeconds (or the args' default); the first
+// to wait brings its unplaced siblings back to the active queue; the member that completes the
+// minimum is allowed and allows every waiting member of its group, so they bind together. When
+// a waiting member is rejected (its timeout, or any later failure), Unreserve rejects every
+// other waiting member of its group.
 type PodGroup struct {
-	args       Args
-	counts     *gang.Counts
-	podsSynced func() bool
-	groups     groupStore
+	name   string
+	args   Args
+	groups *Groups
 	// assigned returns how many pods of the group, other than pod, are assumed or bound in the
 	// scheduler's snapshot.
 	assigned func(key gang.Key, pod *corev1.Pod) int
 	// waiting iterates over the pods waiting at Permit.
 	waiting func(func(fwk.WaitingPod))
-}
-
-// groupStore is what the plugin reads of the PodGroup informer.
-type groupStore interface {
-	GetStore() cache.Store
-	HasSynced() bool
+	// members lists the pods of a group (the scheduler's pod lister); nil in tests.
+	members func(key gang.Key) []*corev1.Pod
+	// activate moves pods back to the active queue (the handle's Activate); nil in tests.
+	activate func(pods map[string]*corev1.Pod)
+	// warn records a Warning event on a PodGroup, warnPod on a pod; nil in tests.
+	warn    func(pg *gang.PodGroup, reason, note string)
+	warnPod func(pod *corev1.Pod, reason, note string)
 }
 
 var (
 	_ fwk.PreFilterPlugin   = (*PodGroup)(nil)
+	_ fwk.PostFilterPlugin  = (*PodGroup)(nil)
 	_ fwk.ReservePlugin     = (*PodGroup)(nil)
 	_ fwk.PermitPlugin      = (*PodGroup)(nil)
 	_ fwk.EnqueueExtensions = (*PodGroup)(nil)
 )
 
-// NewPodGroup is the plugin's factory: it counts members from the scheduler's own pod informer
-// and reads PodGroup objects through an informer of its own (started with ctx).
-func NewPodGroup(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
-	args, err := decodeArgs(obj)
+// NewPodGroup is pod-group's factory.
+func (g *Groups) NewPodGroup(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+	return g.newPlugin(ctx, podGroupSchema, obj, fh)
+}
+
+func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.Object, fh fwk.Handle) (*PodGroup, error) {
+	args, err := schema.decode(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%s args: %w", PodGroupName, err)
+		return nil, fmt.Errorf("%s args: %w", schema.plugin, err)
 	}
-	pl := &PodGroup{args: args, counts: gang.NewCounts(), waiting: fh.IterateOverWaitingPods}
-	reg, err := fh.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(pl.counts.Handler())
-	if err != nil {
-		return nil, err
+	if err := g.ensure(ctx, fh); err != nil {
+		return nil, fmt.Errorf("%s: %w", schema.plugin, err)
 	}
-	pl.podsSynced = reg.HasSynced
-	dyn, err := dynamic.NewForConfig(fh.KubeConfig())
-	if err != nil {
-		return nil, fmt.Errorf("%s: a client for PodGroups: %w", PodGroupName, err)
-	}
-	groups := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0).ForResource(gang.PodGroupResource).Informer()
-	go groups.RunWithContext(ctx)
-	pl.groups = groups
+	pl := &PodGroup{name: schema.plugin, args: args, groups: g, waiting: fh.IterateOverWaitingPods}
 	pl.assigned = func(key gang.Key, pod *corev1.Pod) int {
 		nodes, err := fh.SnapshotSharedLister().NodeInfos().List()
 		if err != nil {
@@ -157,63 +106,206 @@ func NewPodGroup(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Pl
 		}
 		return n
 	}
+	lister := fh.SharedInformerFactory().Core().V1().Pods().Lister()
+	pl.members = func(key gang.Key) []*corev1.Pod {
+		pods, err := lister.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{key.Label: key.Name}))
+		if err != nil {
+			return nil
+		}
+		return pods
+	}
+	logger := klog.FromContext(ctx)
+	pl.activate = func(pods map[string]*corev1.Pod) { fh.Activate(logger, pods) }
+	recorder := fh.EventRecorder()
+	pl.warn = func(pg *gang.PodGroup, reason, note string) {
+		if pg.Object != nil {
+			recorder.Eventf(pg.Object, nil, corev1.EventTypeWarning, reason, "Scheduling", "%s", note)
+		}
+	}
+	pl.warnPod = func(pod *corev1.Pod, reason, note string) {
+		recorder.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Scheduling", "%s", note)
+	}
+	// A PodGroup created or changed after its pods were turned away (it did not exist, or its
+	// minimum was higher) brings them back.
+	if _, err := g.store.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { pl.activateGroupOf(obj) },
+		UpdateFunc: func(old, obj any) {
+			// The spec changed (not only the status, which the scheduler itself writes).
+			o, ok1 := old.(interface{ GetGeneration() int64 })
+			n, ok2 := obj.(interface{ GetGeneration() int64 })
+			if !ok1 || !ok2 || o.GetGeneration() != n.GetGeneration() {
+				pl.activateGroupOf(obj)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	return pl, nil
 }
 
 // Name implements fwk.Plugin.
-func (*PodGroup) Name() string { return PodGroupName }
-
-// lookup reads a PodGroup from the informer's cache.
-func (pl *PodGroup) lookup(namespace, name string) (*gang.PodGroup, error) {
-	return gang.LookupIn(pl.groups.GetStore(), namespace, name)
-}
+func (pl *PodGroup) Name() string { return pl.name }
 
 // resolve returns the pod's group requirement, its Permit timeout being the PodGroup's
-// scheduleTimeoutSeconds when set, else the args' default.
-func (pl *PodGroup) resolve(pod *corev1.Pod) (gang.Requirement, bool, error) {
+// scheduleTimeoutSeconds when set, else the args' default, and the PodGroup object (nil for a
+// riya group).
+func (pl *PodGroup) resolve(pod *corev1.Pod) (gang.Requirement, *gang.PodGroup, bool, error) {
 	var pg *gang.PodGroup
 	req, in, err := gang.Resolve(pod, func(ns, name string) (*gang.PodGroup, error) {
 		var err error
-		pg, err = pl.lookup(ns, name)
+		pg, err = pl.groups.lookup(ns, name)
 		return pg, err
 	})
 	if in {
-		req.ScheduleTimeout = time.Duration(pl.args.DefaultScheduleTimeoutSeconds) * time.Second
+		req.ScheduleTimeout = time.Duration(pl.args.ScheduleTimeoutSeconds) * time.Second
 		if pg != nil && pg.ScheduleTimeoutSeconds != nil && *pg.ScheduleTimeoutSeconds > 0 {
 			req.ScheduleTimeout = time.Duration(min(*pg.ScheduleTimeoutSeconds, maxTimeoutSeconds)) * time.Second
 		}
 	}
-	return req, in, err
+	return req, pg, in, err
 }
 
-// PreFilter implements fwk.PreFilterPlugin: the quorum check.
-func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// PreFilter implements fwk.PreFilterPlugin: backoff, quorum and minResources.
+func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, in := gang.KeyOf(pod)
 	if !in {
+		if w := gang.Overruled(pod); w != "" && pl.warnPod != nil && pl.groups.warnOnce("pod/"+string(pod.UID), "warned") {
+			pl.warnPod(pod, "PodGroupOverruled", w)
+		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if !pl.podsSynced() {
+	if !pl.groups.podsSynced() {
 		return nil, fwk.AsStatus(errors.New("the pod informer has not synced yet"))
 	}
-	if key.Label == gang.LabelPodGroupName && !pl.groups.HasSynced() {
+	if key.Label == gang.LabelPodGroupName && !pl.groups.store.HasSynced() {
 		return nil, fwk.AsStatus(fmt.Errorf("the PodGroup objects (%s) have not been read yet; is the PodGroup definition installed and may the scheduler list them?",
 			gang.PodGroupResource.GroupResource()))
 	}
-	req, in, err := pl.resolve(pod)
+	req, pg, in, err := pl.resolve(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
 	if !in {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if reason := req.Check(pl.counts.CountWith(req.Key, pod)); reason != "" {
+	pl.groups.status.tried(req.Key)
+	if req.Warning != "" && pg != nil && pl.warn != nil && pg.Object != nil && pl.groups.warnOnce(req.Key.String(), pg.Object.GetResourceVersion()) {
+		pl.warn(pg, "NoMinMember", req.Warning)
+	}
+	if until, ok := pl.groups.backedOff(req.Key); ok {
+		pl.groups.turnAway(req.Key)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod group %s failed recently: backed off until %s (podGroupBackoffSeconds %d)",
+			req.Key, until.Format(time.RFC3339), pl.args.PodGroupBackoffSeconds))
+	}
+	if reason := req.CheckGated(pl.groups.counts.CountWith(req.Key, pod), pl.groups.counts.Gated(req.Key)); reason != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+	}
+	if len(req.MinResources) > 0 {
+		if reason := req.CheckMinResources(freeRoom(nodes, req.Key)); reason != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+		}
 	}
 	return nil, nil
 }
 
+// freeRoom returns each node's free allocatable (pods: free slots), the requests of the group's
+// own pods on it given back: they are part of what spec.minResources asks.
+func freeRoom(nodes []fwk.NodeInfo, key gang.Key) []corev1.ResourceList {
+	out := make([]corev1.ResourceList, 0, len(nodes))
+	for _, ni := range nodes {
+		if ni == nil || ni.Node() == nil {
+			continue
+		}
+		alloc, used := ni.GetAllocatable(), ni.GetRequested()
+		cpu, mem, eph := alloc.GetMilliCPU()-used.GetMilliCPU(), alloc.GetMemory()-used.GetMemory(), alloc.GetEphemeralStorage()-used.GetEphemeralStorage()
+		pods := int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))
+		scalar := map[corev1.ResourceName]int64{}
+		for name, q := range alloc.GetScalarResources() {
+			scalar[name] = q - used.GetScalarResources()[name]
+		}
+		for _, pi := range ni.GetPods() {
+			if k, ok := gang.KeyOf(pi.GetPod()); !ok || k != key {
+				continue
+			}
+			r := pi.CalculateResource().Resource
+			cpu, mem, eph, pods = cpu+r.GetMilliCPU(), mem+r.GetMemory(), eph+r.GetEphemeralStorage(), pods+1
+			for name, q := range r.GetScalarResources() {
+				scalar[name] += q
+			}
+		}
+		free := corev1.ResourceList{
+			corev1.ResourceCPU:              *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
+			corev1.ResourceEphemeralStorage: *resource.NewQuantity(eph, resource.BinarySI),
+			corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
+		}
+		for name, q := range scalar {
+			free[name] = *resource.NewQuantity(q, resource.DecimalSI)
+		}
+		out = append(out, free)
+	}
+	return out
+}
+
 // PreFilterExtensions implements fwk.PreFilterPlugin: none.
 func (*PodGroup) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// PostFilter implements fwk.PostFilterPlugin, as Coscheduling's: a member that found no node
+// while its group is short of its minimum placed releases the group's waiting members at once,
+// so that two half-placed groups cannot hold each other's room until their timeouts, and a group
+// that cannot complete does not hold room that others could use.
+func (pl *PodGroup) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	req, _, in, err := pl.resolve(pod)
+	if err != nil || !in {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "not in a pod group")
+	}
+	// A member turned away because its group is backed off: the group was released and
+	// backed off already; doing it again would only push the backoff further.
+	if _, ok := pl.groups.backedOff(req.Key); ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	assigned := pl.assigned(req.Key, pod)
+	if assigned >= int(req.Min) {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	// With only a few members missing, the others may still fit: try them before giving up.
+	if missing := float64(int(req.Min)-assigned) / float64(req.Min); missing <= float64(pl.args.PodGroupRejectPercentage)/100 {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	released := 0
+	pl.waiting(func(wp fwk.WaitingPod) {
+		if p := wp.GetPod(); p.UID != pod.UID {
+			if k, ok := gang.KeyOf(p); ok && k == req.Key {
+				wp.Reject(pl.name, fmt.Sprintf("pod group %s: member %s found no node while %d of %d were placed; the group is released", req.Key, pod.Name, assigned, req.Min))
+				released++
+			}
+		}
+	})
+	// A group that has all its members and still cannot be placed is kept out for a while
+	// (podGroupBackoffSeconds, or else kube-scheduler's own per-pod backoff schedule, applied
+	// to the group: 1 s doubling to 10 s over its consecutive failures, which kube-scheduler
+	// itself skips when its queue is otherwise idle), then brought back; one short of members
+	// waits for them (they bring it back).
+	// The default backoff applies only when members were released: their release is what
+	// wakes the group again at once; a group that held nothing waits for its events, as a pod.
+	d := time.Duration(pl.args.PodGroupBackoffSeconds) * time.Second
+	if d == 0 && released > 0 {
+		d = pl.groups.defaultBackoff(req.Key)
+	}
+	if d > 0 && pl.groups.counts.CountWith(req.Key, pod) >= int(req.Min) {
+		pl.groups.backOff(req.Key, d)
+		// Members turned away meanwhile come back when it ends; the others wait for their
+		// events, as any pod (a retry here would only move the group's failure time on).
+		time.AfterFunc(d, func() {
+			if pl.groups.backoffEnded(req.Key) {
+				pl.activateGroup(req.Key)
+			}
+		})
+	}
+	pl.groups.markFailed(req.Key)
+	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod group %s is released: %s found no node (%d of %d placed, %d waiting released)",
+		req.Key, pod.Name, assigned, req.Min, released))
+}
 
 // Reserve implements fwk.ReservePlugin: nothing to reserve.
 func (*PodGroup) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *fwk.Status {
@@ -230,39 +322,105 @@ func (pl *PodGroup) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.P
 	pl.waiting(func(wp fwk.WaitingPod) {
 		if p := wp.GetPod(); p.UID != pod.UID {
 			if k, ok := gang.KeyOf(p); ok && k == key {
-				wp.Reject(PodGroupName, fmt.Sprintf("pod group %s: member %s was not placed; the group is released", key, pod.Name))
+				wp.Reject(pl.name, fmt.Sprintf("pod group %s: member %s was not placed; the group is released", key, pod.Name))
 			}
 		}
 	})
+	pl.groups.markFailed(key)
 }
 
 // Permit implements fwk.PermitPlugin: wait for the group, or allow it whole.
-func (pl *PodGroup) Permit(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	req, in, err := pl.resolve(pod)
+func (pl *PodGroup) Permit(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	req, _, in, err := pl.resolve(pod)
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), 0
 	}
 	if !in || req.Min <= 1 {
+		if in {
+			pl.groups.placed(req.Key)
+		}
 		return nil, 0
 	}
 	placed := pl.assigned(req.Key, pod) + 1
 	if placed < int(req.Min) {
+		if placed == 1 {
+			pl.activateSiblings(state, pod, req.Key)
+		}
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("pod group %s has %d of %d members placed", req.Key, placed, req.Min)), req.ScheduleTimeout
 	}
+	pl.groups.placed(req.Key)
 	pl.waiting(func(wp fwk.WaitingPod) {
 		if k, ok := gang.KeyOf(wp.GetPod()); ok && k == req.Key {
-			wp.Allow(PodGroupName)
+			wp.Allow(pl.name)
 		}
 	})
 	return nil, 0
 }
 
+// activateSiblings asks the scheduler to bring the group's unplaced members back to the active
+// queue at the end of this cycle (as Coscheduling does): a member turned away at PreFilter
+// before its siblings existed is tried again now that one of them waits for it. Without the
+// GenericWorkload feature kube-scheduler does not pass the addition of an unscheduled pod to
+// the queueing hints (EventsToRegister's Pod/Add), so this is what brings it back.
+func (pl *PodGroup) activateSiblings(state fwk.CycleState, pod *corev1.Pod, key gang.Key) {
+	if pl.members == nil || state == nil {
+		return
+	}
+	data, err := state.Read(schedfw.PodsToActivateKey)
+	if err != nil {
+		return
+	}
+	s, ok := data.(*schedfw.PodsToActivate)
+	if !ok {
+		return
+	}
+	s.Lock()
+	defer s.Unlock()
+	for _, p := range pl.members(key) {
+		if p.UID != pod.UID && p.Spec.NodeName == "" {
+			s.Map[p.Namespace+"/"+p.Name] = p
+		}
+	}
+}
+
+// activateGroup moves the group's unplaced members to the active queue now.
+func (pl *PodGroup) activateGroup(key gang.Key) {
+	if pl.members == nil || pl.activate == nil {
+		return
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range pl.members(key) {
+		if p.Spec.NodeName == "" && len(p.Spec.SchedulingGates) == 0 {
+			pods[p.Namespace+"/"+p.Name] = p
+		}
+	}
+	if len(pods) > 0 {
+		pl.activate(pods)
+	}
+}
+
+// activateGroupOf is the PodGroup informer's handler: the pods of a PodGroup just created or
+// changed are tried again.
+func (pl *PodGroup) activateGroupOf(obj any) {
+	m, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+	})
+	if !ok {
+		return
+	}
+	pl.activateGroup(gang.Key{Label: gang.LabelPodGroupName, Namespace: m.GetNamespace(), Name: m.GetName()})
+}
+
 // EventsToRegister implements fwk.EnqueueExtensions: a member rejected for a short group comes
-// back when another member of its group is created; a group released at Permit comes back when
+// back when another member of its group is created (kube-scheduler passes that event to the
+// hints only with the GenericWorkload feature on; Permit's activateSiblings and the PodGroup
+// handler bring members back without it) or ungated; a group released at Permit comes back when
 // room may have appeared (a node added or grown, a placed pod deleted).
 func (*PodGroup) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: sameGroup},
+		{Event: fwk.ClusterEvent{Resource: fwk.UnscheduledPod, ActionType: fwk.UpdatePodSchedulingGatesEliminated}, QueueingHintFn: sameGroup},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable}},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
 	}, nil

@@ -2,14 +2,14 @@ package gangplugin
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
-
-	"github.com/kube-safe-scheduler/extender/agents/gang"
 )
 
 // GroupPriorityName is the QueueSort plugin's name.
@@ -21,16 +21,19 @@ const LabelGroupPriority = "groupPriority"
 
 // GroupPriority is the QueueSort plugin group-priority: it orders the scheduling queue by the
 // groupPriority label (higher first), then QoS class (Guaranteed, Burstable, BestEffort), then
-// pod priority (higher first), then group (the members of one group stay together: pods in no
-// group first, then groups by label, namespace and name), then creation time, then the time the
-// pod entered the queue.
-type GroupPriority struct{}
+// pod priority (higher first), then, as Coscheduling: a timestamp (older first), the group's for
+// a group's pods (its last failure, else its creation: the PodGroup object's, or a riya group's
+// oldest member's) and the first queueing time for a pod in no group, then namespace/name.
+type GroupPriority struct{ groups *Groups }
 
 var _ fwk.QueueSortPlugin = (*GroupPriority)(nil)
 
 // NewGroupPriority is the plugin's factory; it takes no args.
-func NewGroupPriority(_ context.Context, _ runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
-	return &GroupPriority{}, nil
+func (g *Groups) NewGroupPriority(ctx context.Context, _ runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+	if err := g.ensure(ctx, fh); err != nil {
+		return nil, fmt.Errorf("%s: %w", GroupPriorityName, err)
+	}
+	return &GroupPriority{groups: g}, nil
 }
 
 // Name implements fwk.Plugin.
@@ -40,7 +43,7 @@ func (*GroupPriority) Name() string { return GroupPriorityName }
 type podOf interface{ GetPodInfo() fwk.PodInfo }
 
 // Less implements fwk.QueueSortPlugin.
-func (*GroupPriority) Less(e1, e2 fwk.QueuedEntityInfo) bool {
+func (gp *GroupPriority) Less(e1, e2 fwk.QueuedEntityInfo) bool {
 	p1, p2 := pod(e1), pod(e2)
 	if p1 != nil && p2 != nil {
 		if g1, g2 := groupPriority(p1), groupPriority(p2); g1 != g2 {
@@ -53,15 +56,34 @@ func (*GroupPriority) Less(e1, e2 fwk.QueuedEntityInfo) bool {
 	if a, b := e1.GetPriority(), e2.GetPriority(); a != b {
 		return a > b
 	}
-	if p1 != nil && p2 != nil {
-		if k1, k2 := groupOf(p1), groupOf(p2); k1 != k2 {
-			return k1 < k2
-		}
-		if c1, c2 := p1.CreationTimestamp.Time, p2.CreationTimestamp.Time; !c1.Equal(c2) {
-			return c1.Before(c2)
-		}
+	return gp.groups.lessByAge(e1, e2)
+}
+
+// lessByAge is Coscheduling's order after priority: the older timestamp first (see
+// Groups.timestamp), then namespace/name. An entry that is not a pod (a pod group of
+// kube-scheduler's own workload API) has its first queueing time and no name.
+func (g *Groups) lessByAge(e1, e2 fwk.QueuedEntityInfo) bool {
+	t1, n1 := g.age(e1)
+	t2, n2 := g.age(e2)
+	if !t1.Equal(t2) {
+		return t1.Before(t2)
+	}
+	if n1 != n2 {
+		return n1 < n2
 	}
 	return e1.GetTimestamp().Before(e2.GetTimestamp())
+}
+
+func (g *Groups) age(e fwk.QueuedEntityInfo) (time.Time, string) {
+	queued := e.GetTimestamp()
+	if t := e.GetInitialAttemptTimestamp(); t != nil && !t.IsZero() {
+		queued = *t
+	}
+	p := pod(e)
+	if p == nil {
+		return queued, ""
+	}
+	return g.timestamp(p, queued), p.Namespace + "/" + p.Name
 }
 
 // pod returns the pod of a queued pod entry, nil for another kind of entry (a pod group of
@@ -99,13 +121,4 @@ func qosRank(p *corev1.Pod) int {
 		return 1
 	}
 	return 0
-}
-
-// groupOf returns a key that sorts a pod's group: "" for a pod in no group.
-func groupOf(p *corev1.Pod) string {
-	k, ok := gang.KeyOf(p)
-	if !ok {
-		return ""
-	}
-	return k.Label + "\x00" + k.Namespace + "\x00" + k.Name
 }
