@@ -58,13 +58,15 @@ func stripPod(p *corev1.Pod) *corev1.Pod {
 }
 
 // stripConditions keeps what tells when a pod became ready or was bound, and no more: the Ready
-// condition when it is True, and the PodScheduled condition while the pod is Pending (its
-// transition time is when the pod was bound); type, status and last transition time only.
+// condition when it is True, and the PodScheduled condition while the pod is Pending or once it
+// is True (its transition time is when the pod was bound: safe counts the load of the pods
+// placed since a node's statistics by it, so a running pod must keep it); type, status and last
+// transition time only.
 func stripConditions(p *corev1.Pod) []corev1.PodCondition {
 	var out []corev1.PodCondition
 	for _, c := range p.Status.Conditions {
 		keep := (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue) ||
-			(c.Type == corev1.PodScheduled && p.Status.Phase == corev1.PodPending)
+			(c.Type == corev1.PodScheduled && (p.Status.Phase == corev1.PodPending || c.Status == corev1.ConditionTrue))
 		if keep {
 			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		}

@@ -95,8 +95,12 @@ func TestStripPodDropsTheRest(t *testing.T) {
 			Name: "c0", Resources: corev1.ResourceRequirements{Requests: p.Spec.Containers[0].Resources.Requests}}}},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning,
-			// Running: PodScheduled no longer matters.
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+			// Running: PodScheduled stays, its time is when the pod was bound (safe's load placed
+			// since the statistics: without it every running pod would count as just placed).
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "c0", RestartCount: 2,
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
