@@ -59,9 +59,11 @@ func labelValue(labels, name string) string {
 
 // TestPluginsOpportunisticBatching: with one pod per node (a host port), kube-scheduler's
 // opportunistic batching hands the next pod of the same signature the previous cycle's next
-// best node; the plugins of agents that can sign (safe-overload, congestion) let it, and
-// scheduler_batch_attempts_total counts hints used, as for the default plugins alone. A profile with pigeon-holing (whose agent
-// reads the cluster, so it refuses to sign) gets no hint. PodTopologySpread's system default
+// best node; the plugins of agents that can sign (congestion, template-score) let it, and
+// scheduler_batch_attempts_total counts hints used, as for the default plugins alone. A profile
+// with safe-overload and pigeon-holing (whose agents read the cluster: safe for the load placed
+// since the statistics and for nodes without statistics, pigeon for its objective, so they refuse
+// to sign) gets no hint. PodTopologySpread's system default
 // constraints are turned off in every profile: with them kube-scheduler signs no pod at all.
 func TestPluginsOpportunisticBatching(t *testing.T) {
 	t.Parallel()
@@ -75,7 +77,7 @@ func TestPluginsOpportunisticBatching(t *testing.T) {
 	// constraints (its default): batching needs them off, in every profile alike.
 	noDefaultSpread := "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n"
 	cfg := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n" +
-		"- schedulerName: signing\n  plugins:\n    multiPoint:\n      enabled:\n      - name: safe-overload\n      - name: congestion\n" + noDefaultSpread +
+		"- schedulerName: signing\n  plugins:\n    multiPoint:\n      enabled:\n      - name: congestion\n      - name: template-score\n" + noDefaultSpread +
 		"- schedulerName: default\n" + noDefaultSpread +
 		"- schedulerName: pigeon\n  plugins:\n    multiPoint:\n      enabled:\n      - name: safe-overload\n      - name: pigeon-holing\n" + noDefaultSpread
 	s := c.StartScheduler(t, harness.SchedulerOptions{Name: "plugin-scheduler", Binary: harness.BuildPluginScheduler(t), Config: []byte(cfg),
@@ -101,9 +103,9 @@ func TestPluginsOpportunisticBatching(t *testing.T) {
 		t.Fatalf("profile default (kube-scheduler's plugins alone): no batching hint used: the workload does not exercise batching: %v", got)
 	}
 	if got["signing/hint_used"] == 0 {
-		t.Errorf("profile signing (safe-overload, congestion): no batching hint used: %v", got)
+		t.Errorf("profile signing (congestion, template-score): no batching hint used: %v", got)
 	}
 	if got["pigeon/hint_used"] != 0 {
-		t.Errorf("profile pigeon: %v hints used although pigeon-holing cannot sign", got["pigeon/hint_used"])
+		t.Errorf("profile pigeon: %v hints used although safe-overload and pigeon-holing cannot sign", got["pigeon/hint_used"])
 	}
 }

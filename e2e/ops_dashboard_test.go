@@ -156,7 +156,10 @@ func TestDashboardPanelsHaveDataAndExplain(t *testing.T) {
 		if i < extPods {
 			spec := harness.PodSpec{Name: fmt.Sprintf("ext-%d", i), SchedulerName: schedulerName, CPU: "50m", Memory: "32Mi"}
 			if i%2 == 1 {
+				// A TAS pod: the policy label and telemetry/scheduling, the resource the telemetry
+				// extender manages (without it the scheduler does not call that extender).
 				spec.Labels = map[string]string{"telemetry-policy": "demo-policy"}
+				spec.Extra = tasResource
 			}
 			c.CreatePod(t, spec)
 		}
