@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,8 +106,18 @@ func TestCoschedulingMinResources(t *testing.T) {
 			podGroup(t, c, "big", `"minMember": 2, "minResources": {"cpu": "8"}`)
 			c.CreatePod(t, member(m, "big-0", "big", "4"))
 			c.CreatePod(t, member(m, "big-1", "big", "4"))
-			c.WaitForEvent(t, "default", "big-0", "FailedScheduling",
-				"pod group default/big: spec.minResources does not fit in the cluster's free room (summed over 1 nodes): cpu 8 requested, 4 free")
+			// Whichever member the scheduler judges once both exist is turned away for minResources:
+			// a member judged alone before is turned away for the quorum and waits, parked, for an
+			// event that may help (the second node below).
+			const reason = "pod group default/big: spec.minResources does not fit in the cluster's free room (summed over 1 nodes): cpu 8 requested, 4 free"
+			deadline := time.Now().Add(harness.BindingTimeout)
+			for !hasEvent(c.Events(t, "default", "big-0"), reason) && !hasEvent(c.Events(t, "default", "big-1"), reason) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no FailedScheduling event naming minResources within %s; events:\n%s\n%s", harness.BindingTimeout,
+						harness.FormatEvents(c.Events(t, "default", "big-0")), harness.FormatEvents(c.Events(t, "default", "big-1")))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			c.CreateNode(t, harness.NodeSpec{Name: "n2", CPU: "4"})
 			added := time.Now()
 			if d, ok := waitAllBound(t, c, []string{"big-0", "big-1"}, added, harness.BindingTimeout); !ok {
@@ -144,4 +155,15 @@ func TestGangExtenderMinResources(t *testing.T) {
 	if n := c.PodNode(t, "default", "big-0"); n != "" {
 		t.Errorf("big-0 bound to %s though the group's minResources cannot fit", n)
 	}
+}
+
+// hasEvent reports whether one of events is a FailedScheduling event whose message contains
+// text.
+func hasEvent(events []corev1.Event, text string) bool {
+	for _, e := range events {
+		if e.Reason == "FailedScheduling" && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
 }
