@@ -427,6 +427,18 @@ func TestRewardReplicas(t *testing.T) {
 	if rows, _, _ := storedRows(t, c); rows["spark/node-2"].N != 3 {
 		t.Errorf("after the take-over spark/node-2 has %d observations, want 3", rows["spark/node-2"].N)
 	}
+	// The rows above may still be the leader's last write: wait until the follower has written
+	// the table before the recorder stops (its first flush comes up to one flush period after
+	// it takes the Lease).
+	for wrote := killed.Add(lease + 2*lease); ; time.Sleep(50 * time.Millisecond) {
+		if _, w, _ := storedRows(t, c); w == follower {
+			break
+		}
+		if time.Now().After(wrote) {
+			break // the check below reports the writers seen
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // one more poll of the recorder
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
