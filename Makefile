@@ -8,7 +8,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: chart all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-perf eval clean
+.PHONY: chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-perf eval clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -73,6 +73,11 @@ images:
 ## chart: regenerates the chart's agent table and values schema from the agents' code
 chart:
 	UPDATE_CHART=1 $(GO) test -count=1 -run '^TestChartMatchesCode$$' ./charts
+
+## yamlfiles: renders yamlfiles/*.yaml from the chart with the values of charts/yamlfiles/ (Helm is
+## built into .cache/helm once); the e2e test TestYAMLFilesRenderedFromChart fails when they drift
+yamlfiles:
+	cd e2e && UPDATE_YAMLFILES=1 $(GO) test -count=1 -run '^TestYAMLFilesRenderedFromChart$$' .
 
 ## run: the product on its embedded default: a local control plane, sample nodes and pods, every agent
 run:

@@ -213,16 +213,3 @@ func TestDashboardJSON(t *testing.T) {
 		}
 	}
 }
-
-// The chart's CRDs are the shipped ones (yamlfiles/ is not rendered from the chart yet).
-func TestCRDsAreTheShippedOnes(t *testing.T) {
-	for _, f := range []string{"podgroup-crd.yaml", "telemetry-policy-crd.yaml"} {
-		want, err := os.ReadFile(filepath.Join("..", "yamlfiles", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := read(t, filepath.Join("crds", f)); got != string(want) {
-			t.Errorf("%s/crds/%s differs from yamlfiles/%s: copy it again", files, f, f)
-		}
-	}
-}

@@ -168,10 +168,12 @@ func schema(ag map[string]chartAgent) map[string]any {
 			settings[k] = map[string]any{"type": s.Type, "default": s.Default, "description": s.Help + " (" + s.Env + ")"}
 		}
 		agentProps[name] = obj(map[string]any{
-			"enabled":   map[string]any{"type": "boolean", "description": "run the " + name + " agent"},
-			"image":     str("the agent's image (extender mode); default kube-sched-ext-" + name + ":<chart appVersion>"),
-			"resources": k8s("the sidecar's resources"),
-			"settings":  obj(settings),
+			"enabled":          map[string]any{"type": "boolean", "description": "run the " + name + " agent"},
+			"image":            str("the agent's image (extender mode); default kube-sched-ext-" + name + ":<chart appVersion>"),
+			"resources":        k8s("the sidecar's resources"),
+			"nodeCacheCapable": map[string]any{"type": "boolean", "description": "extender mode: the scheduler sends node names only and the sidecar reads nodes from its cache (needs cluster access)"},
+			"clusterAccess":    map[string]any{"type": "string", "enum": []string{"", "auto", "none"}, "description": "extender mode: the sidecar's CLUSTER_ACCESS (empty: unset, auto)"},
+			"settings":         obj(settings),
 		})
 	}
 	return map[string]any{
@@ -194,8 +196,21 @@ func schema(ag map[string]chartAgent) map[string]any {
 				"nodeAnnotator":   str("the node annotator's image"),
 				"pullPolicy":      map[string]any{"type": "string", "enum": []string{"Always", "IfNotPresent", "Never"}},
 			}),
-			"agents":            obj(agentProps),
-			"tls":               obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "serverSecret": str("Secret with the extenders' serving tls.crt, tls.key and the client CA ca.crt"), "clientSecret": str("Secret with the scheduler's client tls.crt, tls.key and the extenders' CA ca.crt (mutual TLS)"), "allowedClients": str("TLS_ALLOWED_CLIENTS")}),
+			"agents": obj(agentProps),
+			"tls":    obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "serverSecret": str("Secret with the extenders' serving tls.crt, tls.key and the client CA ca.crt"), "clientSecret": str("Secret with the scheduler's client tls.crt, tls.key and the extenders' CA ca.crt (mutual TLS)"), "allowedClients": str("TLS_ALLOWED_CLIENTS"), "minVersion": map[string]any{"type": "string", "enum": []string{"", "1.2", "1.3"}, "description": "TLS_MIN_VERSION (empty: the extender's default)"}}),
+			"combined": obj(map[string]any{
+				"enabled":   map[string]any{"type": "boolean", "description": "extender mode: one sidecar serves every enabled agent and the scheduler calls priorities/combined"},
+				"image":     str("the sidecar's image; default kube-sched-ext-all:<chart appVersion>"),
+				"resources": k8s("the sidecar's resources"),
+			}),
+			"plugin": obj(map[string]any{
+				"podGroupArgs": obj(map[string]any{
+					"defaultScheduleTimeoutSeconds": map[string]any{"type": "integer", "minimum": 1, "maximum": 900, "description": "Permit wait of a group that sets none, seconds"},
+					"podGroupBackoffSeconds":        map[string]any{"type": "integer", "minimum": 0, "description": "how long a group that found no room stays out (0: 1 s doubling to 10 s)"},
+					"podGroupRejectPercentage":      map[string]any{"type": "integer", "minimum": 0, "maximum": 100, "description": "keep a group's waiting members while at most this percentage of its minimum is missing"},
+				}),
+				"quorumProfile": str("plugin mode: a second profile of this name with the gang plugin (quorum) in place of pod-group; empty: none"),
+			}),
 			"nodeAnnotator":     obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "env": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "the annotator's settings, by environment variable (annotator/README.md)"}, "resources": k8s("")}),
 			"crds":              obj(map[string]any{"podGroup": map[string]any{"type": "boolean"}, "tasPolicy": map[string]any{"type": "boolean"}}),
 			"alerts":            obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}}),

@@ -58,7 +58,19 @@ has already rejected unknown keys and wrong types; these are the combinations it
 {{- else if or .Values.tls.serverSecret .Values.tls.clientSecret .Values.tls.allowedClients -}}
 {{- fail "tls.serverSecret, tls.clientSecret and tls.allowedClients need tls.enabled: true" -}}
 {{- end -}}
+{{- range $name := splitList " " (include "kss.enabled" .) -}}
+{{- $a := get $.Values.agents $name -}}
+{{- if and (eq $a.clusterAccess "none") $a.nodeCacheCapable -}}
+{{- fail (printf "agents.%s.clusterAccess none needs agents.%s.nodeCacheCapable: false: without cluster access the sidecar has no node cache, the scheduler must send whole nodes" $name $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (ne .Values.mode "plugin") .Values.plugin.quorumProfile -}}
+{{- fail "plugin.quorumProfile is plugin mode only (the gang plugin): set mode: plugin, or enable agents.gang in extender mode" -}}
+{{- end -}}
 {{- if eq .Values.mode "plugin" -}}
+{{- if .Values.combined.enabled -}}
+{{- fail "combined is extender mode only (one sidecar for several agents); plugin mode has no sidecar: unset combined.enabled or use mode: extender" -}}
+{{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- fail "tls is extender mode only (it secures the scheduler's calls to the sidecars); plugin mode has no extender: unset tls.enabled or use mode: extender" -}}
 {{- end -}}
@@ -66,6 +78,9 @@ has already rejected unknown keys and wrong types; these are the combinations it
 {{- $a := get $.Values.agents $name -}}
 {{- if $a.image -}}
 {{- fail (printf "agents.%s.image is extender mode only (plugin mode runs images.pluginScheduler)" $name) -}}
+{{- end -}}
+{{- if or (not $a.nodeCacheCapable) $a.clusterAccess -}}
+{{- fail (printf "agents.%s.nodeCacheCapable and agents.%s.clusterAccess are extender mode only (plugin mode reads nodes from the scheduler's own cache)" $name $name) -}}
 {{- end -}}
 {{- $t := get $table $name -}}
 {{- if and $a.settings (not $t.argsPlugin) -}}
@@ -78,9 +93,125 @@ has already rejected unknown keys and wrong types; these are the combinations it
 {{- end -}}
 {{- end -}}
 
-{{/* The https client flags of a sidecar's exec probes. */}}
-{{- define "kss.probeTLS" -}}
-{{- if .Values.tls.enabled -}}
-"--ca-file=/etc/scheduler-client-tls/ca.crt", "--cert-file=/etc/scheduler-client-tls/tls.crt", "--key-file=/etc/scheduler-client-tls/tls.key", 
+
+{{/*
+kss.sidecar is the container of one extender process serving .agents (a list) on .port, on
+loopback: each agent's settings as its environment variables (with the setting's help as a
+comment), TLS from the Secrets' mounts, and exec probes (a listener on 127.0.0.1 is not reachable
+by the kubelet's httpGet; the image has no shell, the extender probes itself).
+*/}}
+{{- define "kss.sidecar" -}}
+{{- $root := .root -}}
+{{- $table := include "kss.table" $root | fromJson -}}
+{{- $port := .port | int64 -}}
+{{- $tls := $root.Values.tls.enabled -}}
+{{- $scheme := ternary "https" "http" $tls -}}
+{{- $probeTLS := "" -}}
+{{- if $tls -}}
+{{- $probeTLS = printf "\"--ca-file=/etc/extender-tls/ca.crt\", \"--cert-file=/etc/%s-tls/tls.crt\", \"--key-file=/etc/%s-tls/tls.key\", " $root.Values.schedulerName $root.Values.schedulerName -}}
+{{- end }}
+      - name: {{ .name }}
+        image: {{ .image }}
+        imagePullPolicy: {{ $root.Values.images.pullPolicy }}
+        ports:
+        - {name: {{ .name | trunc 15 | trimSuffix "-" }}, containerPort: {{ $port }}}
+        env:
+        # 127.0.0.1 only: the scheduler shares the pod's network namespace, nothing else needs
+        # to reach the extender.
+        - {name: HTTP_PORT, value: "127.0.0.1:{{ $port }}"}
+        - {name: AGENTS, value: {{ join "," .agents | quote }}}
+        {{- if gt (len .agents) 1 }}
+        {{- $items := list }}
+        {{- range $agent := .agents }}
+        {{- range (get $table $agent).calls }}
+        {{- if .prioritizeVerb }}
+        {{- $items = append $items (printf "%s=%d" (trimPrefix "priorities/" .prioritizeVerb) (.weight | int64)) }}
+        {{- end }}
+        {{- end }}
+        {{- end }}
+        # priorities/combined: the weighted mean of these priorities' scores, rounded half up
+        - {name: COMBINED_PRIORITIES, value: {{ join "," $items | quote }}}
+        {{- end }}
+        # TRACE, DEBUG, INFO, WARNING, ERROR or ALERT
+        - {name: LOG_LEVEL, value: {{ $root.Values.logLevel | quote }}}
+        {{- with .clusterAccess }}
+        # how to reach the API server: auto (the pod's service account) or none
+        - {name: CLUSTER_ACCESS, value: {{ . | quote }}}
+        {{- end }}
+        {{- range $agent := .agents }}
+        {{- $t := get $table $agent }}
+        {{- $s := (get $root.Values.agents $agent).settings }}
+        {{- range $key := keys $s | sortAlpha }}
+        {{- $d := get $t.settings $key }}
+        # {{ printf "%s.%s: %s" $agent $key $d.help | wrapWith 92 "\n        # " }}
+        - {name: {{ $d.env }}, value: {{ get $s $key | toString | quote }}}
+        {{- end }}
+        {{- end }}
+        {{- if $tls }}
+        - {name: TLS_CERT_FILE, value: /etc/extender-tls/tls.crt}
+        - {name: TLS_KEY_FILE, value: /etc/extender-tls/tls.key}
+        - {name: TLS_CLIENT_CA_FILE, value: /etc/extender-tls/ca.crt}
+        {{- with $root.Values.tls.allowedClients }}
+        - {name: TLS_ALLOWED_CLIENTS, value: {{ . | quote }}}
+        {{- end }}
+        {{- with $root.Values.tls.minVersion }}
+        - {name: TLS_MIN_VERSION, value: {{ . | quote }}}
+        {{- end }}
+        {{- end }}
+        livenessProbe:
+          exec:
+            command: ["/extender", "probe", {{ $probeTLS }}"{{ $scheme }}://127.0.0.1:{{ $port }}/healthz"]
+          timeoutSeconds: 3
+          periodSeconds: 10
+          failureThreshold: 3
+        readinessProbe:
+          exec:
+            # ready once the agents' caches have synced
+            command: ["/extender", "probe", {{ $probeTLS }}"{{ $scheme }}://127.0.0.1:{{ $port }}/readyz"]
+          timeoutSeconds: 3
+          periodSeconds: 5
+        resources: {{- toYaml .resources | nindent 10 }}
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {drop: ["ALL"]}
+        {{- if $tls }}
+        # the serving certificate, and the scheduler's client certificate for the probes
+        volumeMounts:
+        - {name: extender-tls, mountPath: /etc/extender-tls, readOnly: true}
+        - {name: client-tls, mountPath: /etc/{{ $root.Values.schedulerName }}-tls, readOnly: true}
+        {{- end }}
 {{- end -}}
+
+{{/* The end of an entry of the extenders list: caching, timeout, errors, managed resources, TLS. */}}
+{{- define "kss.extenderTail" }}
+      nodeCacheCapable: {{ .nodeCache }}
+      httpTimeout: 5s
+{{- if not .ignorable }}
+      # a failing call holds pods back rather than let them through
+      ignorable: false
+{{- end }}
+{{- with .managed }}
+      managedResources:
+{{- range . }}
+      - name: {{ . }}
+        ignoredByScheduler: true
+{{- end }}
+{{- end }}
+{{- if .root.Values.tls.enabled }}
+      enableHTTPS: true
+      tlsConfig:
+        certFile: /etc/kubernetes/{{ .root.Values.schedulerName }}-tls/tls.crt
+        keyFile: /etc/kubernetes/{{ .root.Values.schedulerName }}-tls/tls.key
+        caFile: /etc/kubernetes/{{ .root.Values.schedulerName }}-tls/ca.crt
+{{- end }}
+{{- end -}}
+
+{{/* "true" when every enabled agent is nodeCacheCapable (one combined sidecar serves them all). */}}
+{{- define "kss.allNodeCache" -}}
+{{- $all := true -}}
+{{- range splitList " " (include "kss.enabled" .) -}}
+{{- if not (get $.Values.agents .).nodeCacheCapable -}}{{- $all = false -}}{{- end -}}
+{{- end -}}
+{{- $all -}}
 {{- end -}}
