@@ -131,6 +131,9 @@ func TestChartTemplateDryRun(t *testing.T) {
 	}
 	cases["extender/safe+mtls"] = []string{"tls.enabled=true", "tls.serverSecret=ext-tls", "tls.clientSecret=client-tls", "tls.allowedClients=my-scheduler"}
 	cases["extender/safe settings"] = []string{"agents.safe.settings.utilization=85", "agents.safe.settings.maxStatsAge=1h", "agents.safe.settings.stale=reject"}
+	cases["extender/safe+congestion combined"] = []string{"agents.congestion.enabled=true", "combined.enabled=true"}
+	cases["extender/template without cluster access"] = []string{"agents.safe.enabled=false", "agents.template.enabled=true", "agents.template.nodeCacheCapable=false", "agents.template.clusterAccess=none"}
+	cases["plugin/gang+quorum profile"] = []string{"mode=plugin", "agents.gang.enabled=true", "plugin.quorumProfile=quorum-scheduler", "plugin.podGroupArgs.podGroupRejectPercentage=10"}
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
 		out, err := render(t, sets...)
@@ -218,6 +221,12 @@ func TestChartRefusesNonsense(t *testing.T) {
 		{[]string{"mode=plugin", "agents.safe.image=x"}, "agents.safe.image is extender mode only"},
 		{[]string{"mode=plugin", "agents.reward.enabled=true", "agents.reward.settings.bind=true"}, "agents.reward.settings.bind is extender mode only"},
 		{[]string{"mode=plugin", "agents.gang.enabled=true", "agents.gang.settings.cacheWait=2s"}, "agents.gang.settings are extender mode only"},
+		{[]string{"mode=plugin", "combined.enabled=true"}, "combined is extender mode only"},
+		{[]string{"mode=plugin", "agents.safe.nodeCacheCapable=false"}, "agents.safe.nodeCacheCapable and agents.safe.clusterAccess are extender mode only"},
+		{[]string{"plugin.quorumProfile=q"}, "plugin.quorumProfile is plugin mode only"},
+		{[]string{"agents.safe.clusterAccess=none"}, "agents.safe.clusterAccess none needs agents.safe.nodeCacheCapable: false"},
+		{[]string{"agents.safe.clusterAccess=sometimes"}, "clusterAccess"},
+		{[]string{"tls.enabled=true", "tls.serverSecret=s", "tls.clientSecret=c", "tls.minVersion=1.1"}, "minVersion"},
 	} {
 		_, err := render(t, tc.sets...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
