@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -60,6 +61,53 @@ func helm(t *testing.T) string {
 	return helmBin
 }
 
+// prometheusOperator is the prometheus-operator release whose PrometheusRule CRD the chart's
+// PrometheusRule is checked against (its module, from the Go module proxy, ships the CRDs in
+// example/prometheus-operator-crd/).
+const prometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+
+var (
+	ruleCRDOnce sync.Once
+	ruleCRD     string
+	ruleCRDErr  error
+)
+
+// prometheusRuleCRD returns the path of the PrometheusRule CRD of prometheusOperator, downloaded
+// once into the Go module cache (go mod download, as helm is built from the proxy).
+func prometheusRuleCRD(t *testing.T) string {
+	t.Helper()
+	ruleCRDOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "prometheus-operator-crd")
+		if err != nil {
+			ruleCRDErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module crd\n\ngo 1.24\n"), 0o644); err != nil {
+			ruleCRDErr = err
+			return
+		}
+		cmd := exec.Command("go", "mod", "download", "-json", prometheusOperator)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			ruleCRDErr = fmt.Errorf("go mod download %s: %v\n%s", prometheusOperator, err, out)
+			return
+		}
+		var mod struct{ Dir, Error string }
+		if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+			ruleCRDErr = fmt.Errorf("go mod download %s: %v %s\n%s", prometheusOperator, err, mod.Error, out)
+			return
+		}
+		ruleCRD = filepath.Join(mod.Dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_prometheusrules.yaml")
+		_, ruleCRDErr = os.Stat(ruleCRD)
+	})
+	if ruleCRDErr != nil {
+		t.Fatal(ruleCRDErr)
+	}
+	return ruleCRD
+}
+
 func chartDir(t *testing.T) string {
 	return filepath.Join(repoRoot(t), "charts", "kube-safe-scheduler")
 }
@@ -107,13 +155,16 @@ func TestChartLint(t *testing.T) {
 
 // Every mode with each agent alone and with all agents renders, and the render passes a
 // server-side dry run on a real API server (the CRDs applied for real first, as an install
-// with crds.* would).
+// with crds.* would; the PrometheusRule against the prometheus-operator's own CRD).
 func TestChartTemplateDryRun(t *testing.T) {
 	t.Parallel()
 	c := harness.StartCluster(t)
 	for _, crd := range []string{"podgroup-crd.yaml", "telemetry-policy-crd.yaml"} {
 		c.ApplyCRDFile(t, filepath.Join(repoRoot(t), "yamlfiles", crd))
 	}
+	// The prometheus-operator's PrometheusRule CRD, so that the chart's PrometheusRule is
+	// validated against its schema too.
+	c.ApplyCRDFile(t, prometheusRuleCRD(t))
 	all := []string{}
 	for _, a := range chartAgents {
 		all = append(all, "agents."+a+".enabled=true")
@@ -131,6 +182,8 @@ func TestChartTemplateDryRun(t *testing.T) {
 	}
 	cases["extender/safe+mtls"] = []string{"tls.enabled=true", "tls.serverSecret=ext-tls", "tls.clientSecret=client-tls", "tls.allowedClients=my-scheduler"}
 	cases["extender/safe settings"] = []string{"agents.safe.settings.utilization=85", "agents.safe.settings.maxStatsAge=1h", "agents.safe.settings.stale=reject"}
+	cases["extender/alerts"] = []string{"alerts.enabled=true", "alerts.labels.release=prometheus"}
+	cases["plugin/alerts"] = []string{"mode=plugin", "alerts.enabled=true"}
 	cases["extender/safe+congestion combined"] = []string{"agents.congestion.enabled=true", "combined.enabled=true"}
 	cases["extender/template without cluster access"] = []string{"agents.safe.enabled=false", "agents.template.enabled=true", "agents.template.nodeCacheCapable=false", "agents.template.clusterAccess=none"}
 	cases["plugin/gang+quorum profile"] = []string{"mode=plugin", "agents.gang.enabled=true", "plugin.quorumProfile=quorum-scheduler", "plugin.podGroupArgs.podGroupRejectPercentage=10"}
