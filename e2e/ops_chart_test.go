@@ -139,14 +139,21 @@ func render(t *testing.T, sets ...string) ([]byte, error) {
 
 var chartAgents = []string{"safe", "congestion", "pigeon", "template", "telemetry", "reward", "gang"}
 
-// helm lint passes for the defaults and for plugin mode with every agent.
+// helm lint passes for the defaults, for plugin mode with every agent, and for the values of
+// each shipped yamlfile.
 func TestChartLint(t *testing.T) {
 	t.Parallel()
 	every := []string{"--set", "mode=plugin"}
 	for _, a := range chartAgents {
 		every = append(every, "--set", "agents."+a+".enabled=true")
 	}
-	for _, extra := range [][]string{nil, every, {"--set", "alerts.enabled=true,dashboard.enabled=true,nodeAnnotator.enabled=true,crds.podGroup=true,crds.tasPolicy=true"}} {
+	cases := [][]string{nil, every, {"--set", "alerts.enabled=true,dashboard.enabled=true,nodeAnnotator.enabled=true,crds.podGroup=true,crds.tasPolicy=true"}}
+	// and the values the shipped yamlfiles are rendered with
+	shipped, _ := filepath.Glob(filepath.Join(repoRoot(t), "charts", "yamlfiles", "*.values.yaml"))
+	for _, f := range shipped {
+		cases = append(cases, []string{"-f", f})
+	}
+	for _, extra := range cases {
 		if out, err := runHelm(t, append([]string{"lint", "--strict", chartDir(t)}, extra...)...); err != nil {
 			t.Errorf("%v\n%s", err, out)
 		}
