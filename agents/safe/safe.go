@@ -56,8 +56,13 @@ const (
 	// AnnotationRequestedCPU and AnnotationRequestedMemory are the summed requests of the
 	// node's pods (millicores, bytes) that the node annotator writes: a node without statistics
 	// is judged from them when the agent has no cluster view.
-	AnnotationRequestedCPU    = "requested-cpu"
-	AnnotationRequestedMemory = "requested-memory"
+	AnnotationRequestedCPU = "requested-cpu"
+	// AnnotationStatisticsRequestedCPU and AnnotationStatisticsRequestedMemory are the node's
+	// requests when its statistics were written (node annotator): the load placed since the
+	// statistics is then the growth of the requests since, pods gone counted off.
+	AnnotationStatisticsRequestedCPU    = "statistics-requested-cpu"
+	AnnotationStatisticsRequestedMemory = "statistics-requested-memory"
+	AnnotationRequestedMemory           = "requested-memory"
 )
 
 // StalePolicy says what the agent does with a node whose usage statistics are stale.
@@ -324,6 +329,8 @@ type measure struct {
 	// (PlacedShare of their requests), added to the measured usage; placedPods counts them.
 	placed     float64
 	placedPods int
+	// placedGrown: placed is the growth of the node's requests since the statistics.
+	placedGrown bool
 	// mu and sigma are valid when state is measured or requested.
 	mu, sigma float64
 	// risk, once riskKnown, is Risk(mu, sigma, T).
@@ -343,6 +350,9 @@ func podDemand(pod *corev1.Pod) demand {
 type load struct {
 	cpu, memory float64
 	pods        int
+	// grown: the load is the growth of the node's requests since its statistics
+	// (statistics-requested-*), not a sum over the pods placed since.
+	grown bool
 }
 
 // call is what one call of a function knows before looking at any node.
@@ -381,7 +391,7 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	stamps := make(map[string]time.Time, len(nodes))
 	for _, n := range nodes {
 		in := a.inputs.Get(n, a.readNode)
-		if (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !in.stampRequestedKnown {
 			stamps[n.Name] = in.stamp.at
 		}
 	}
@@ -432,11 +442,18 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 		}
 	}
 	l := c.placed[n.Name]
+	if in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+		// The requests grown since the statistics (pods placed, less pods gone): the usage of
+		// pods that left is still in the statistics, so their requests are counted off.
+		alloc := a.cluster.Allocated(n.Name)
+		l = load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
+			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
+	}
 	if f.stale {
 		l = load{}
 	}
-	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l.cpu, l.pods)
-	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l.memory, l.pods)
+	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l)
+	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l)
 	if (cpu.state == noStats || memory.state == noStats) && !a.noRequests {
 		if req, ok := a.requests(n, &in); ok {
 			if cpu.state == noStats {
@@ -477,6 +494,9 @@ func (a *Agent) readNode(n *corev1.Node) nodeInputs {
 	cpu, okc := annotation(n.Annotations, AnnotationRequestedCPU)
 	memory, okm := annotation(n.Annotations, AnnotationRequestedMemory)
 	in.requested, in.requestedKnown = demand{cpu: cpu, memory: memory}, okc && okm
+	cpu, okc = annotation(n.Annotations, AnnotationStatisticsRequestedCPU)
+	memory, okm = annotation(n.Annotations, AnnotationStatisticsRequestedMemory)
+	in.stampRequested, in.stampRequestedKnown = demand{cpu: cpu, memory: memory}, okc && okm
 	return in
 }
 
@@ -500,15 +520,18 @@ func (a *Agent) read(n *corev1.Node, r *resourceKind) resourceInputs {
 
 // measureFrom applies the pod's demand d and the load placed since the statistics to a node's
 // inputs for r: the placed load adds to the measured usage as the pod's request does.
-func measureFrom(in *resourceInputs, r *resourceKind, d, placed float64, placedPods int) measure {
+func measureFrom(in *resourceInputs, r *resourceKind, d float64, l load) measure {
 	m := measure{res: r, demand: d}
 	if !in.measured {
 		return m
 	}
 	m.free, m.std, m.capacity, m.forecast = in.free, in.std, in.capacity, in.forecast
-	m.placed, m.placedPods = placed, placedPods
+	m.placed, m.placedPods, m.placedGrown = l.cpu, l.pods, l.grown
+	if r.kind == corev1.ResourceMemory {
+		m.placed = l.memory
+	}
 	var judged bool
-	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d+placed); judged {
+	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d+m.placed); judged {
 		m.state = measured
 	} else {
 		m.state = noAllocatable
@@ -659,7 +682,11 @@ func (a *Agent) appendReason(b []byte, m *measure) []byte {
 	b = strconv.AppendFloat(append(b, " (mu "...), m.mu, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", sigma "...), m.sigma, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", threshold "...), a.t, 'f', 2, 64)
-	if m.placedPods > 0 {
+	switch {
+	case m.placedGrown && m.placed > 0:
+		b = append(b, ", requests grown since the statistics add "...)
+		b = appendAmount(b, m.res, m.placed)
+	case m.placedPods > 0:
 		b = strconv.AppendInt(append(b, ", "...), int64(m.placedPods), 10)
 		b = append(b, " pods placed since the statistics add "...)
 		b = appendAmount(b, m.res, m.placed)
