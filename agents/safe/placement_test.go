@@ -341,4 +341,12 @@ func TestRequestsGrownSinceStatistics(t *testing.T) {
 	if r, _ := scores(t, ref, big, c.nodes); r[0] != o[0] {
 		t.Errorf("score %d with requests shrunk since the statistics, %d with no placed load: want the same", o[0], r[0])
 	}
+	// SAFE_PLACED=arrivals sums the pods placed since, gone ones or not: the first case is rejected.
+	c.pods = c.pods[:5]
+	arr := clusterAgent(t, config(func(c *Config) { c.Filter = FilterPod; c.Placed = PlacedArrivals }), c)
+	arr.now = a.now
+	v = extendertest.Must(arr.filterOverload(context.Background(), pod, c.nodes))
+	if want := "4 pods placed since the statistics add 8000m"; v[0].Passes() || !strings.Contains(v[0].Reason, want) {
+		t.Errorf("arrivals: verdict %+v, want a rejection saying %q", v[0], want)
+	}
 }

@@ -107,6 +107,26 @@ const (
 	FilterOff FilterMode = "off"
 )
 
+// PlacedMode says how the load placed since a node's statistics is counted.
+type PlacedMode string
+
+// Placed modes.
+const (
+	// PlacedGrowth counts the growth of the node's requests since its statistics (pods placed
+	// less pods gone, at least 0) when the annotator wrote the requests with them
+	// (statistics-requested-*), else the pods placed since, as PlacedArrivals.
+	PlacedGrowth PlacedMode = "growth"
+	// PlacedArrivals counts the requests of the pods placed since the statistics-timestamp,
+	// whether or not others left since.
+	PlacedArrivals PlacedMode = "arrivals"
+)
+
+// UnmarshalText reads a mode in any case; Config.Validate checks it.
+func (m *PlacedMode) UnmarshalText(text []byte) error {
+	*m = PlacedMode(strings.ToLower(strings.TrimSpace(string(text))))
+	return nil
+}
+
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
 func (m *FilterMode) UnmarshalText(text []byte) error {
 	*m = FilterMode(strings.ToLower(strings.TrimSpace(string(text))))
@@ -140,6 +160,8 @@ type Config struct {
 	// pods placed on a node since its statistics-timestamp, added to its measured usage
 	// (0..1000; 0 turns the estimate off). It needs cluster access (or plugin mode).
 	PlacedShare int `json:"placedShare" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
+	// Placed is how the load placed since the statistics is counted.
+	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
 }
 
 // Defaults.
@@ -157,6 +179,7 @@ const (
 	// measurements".
 	DefaultFilter      = FilterAdaptive
 	DefaultPlacedShare = 100
+	DefaultPlaced      = PlacedGrowth
 	// MaxPlacedShare bounds PlacedShare.
 	MaxPlacedShare = 1000
 )
@@ -164,7 +187,7 @@ const (
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight,
-		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare}
+		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare, Placed: DefaultPlaced}
 }
 
 // Validate reports every bad field, each as a settings.FieldError.
@@ -176,6 +199,7 @@ func (c Config) Validate() error {
 		maxStatsAgeInRange(c.MaxStatsAge),
 		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
 		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterAdaptive, FilterOff),
+		settings.OneOf("placed", c.Placed, PlacedGrowth, PlacedArrivals),
 		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
 	)
 }
@@ -217,6 +241,8 @@ type Agent struct {
 	cluster framework.Cluster
 	// share is PlacedShare as a fraction.
 	share float64
+	// growth: the placed load is the growth of the requests when the node says them (PlacedGrowth).
+	growth bool
 	// noRequests restores the design before issue 26 (a node without statistics scores 0):
 	// the simulation's "before" only.
 	noRequests bool
@@ -242,6 +268,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 
 		cluster: h.Cluster,
 		share:   float64(cfg.PlacedShare) / 100,
+		growth:  cfg.Placed == PlacedGrowth,
 	}
 	if h.Metrics != nil {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -391,7 +418,7 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	stamps := make(map[string]time.Time, len(nodes))
 	for _, n := range nodes {
 		in := a.inputs.Get(n, a.readNode)
-		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !in.stampRequestedKnown {
+		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !(in.stampRequestedKnown && a.growth) {
 			stamps[n.Name] = in.stamp.at
 		}
 	}
@@ -442,7 +469,7 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 		}
 	}
 	l := c.placed[n.Name]
-	if in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
 		// The requests grown since the statistics (pods placed, less pods gone): the usage of
 		// pods that left is still in the statistics, so their requests are counted off.
 		alloc := a.cluster.Allocated(n.Name)
