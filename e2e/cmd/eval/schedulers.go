@@ -64,6 +64,8 @@ var Schedulers = []Scheduler{
         weight: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
+	{Name: "safe-arrivals", About: "safe, SAFE_PLACED=arrivals: the pods placed since the statistics counted, not the growth of the requests",
+		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFE_PLACED": "arrivals"}}},
 	{Name: "safe-w1h", About: "safe, the annotator's statistics over a 1 h window (STATS_WINDOW) instead of 6 h",
 		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": time.Hour}},
 	{Name: "safe-w30m", About: "safe, statistics over 30 min computed every minute (STATS_WINDOW, STATS_INTERVAL) instead of 6 h every 5 min",
