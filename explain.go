@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,14 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
+	var schedulers []string
+	fs.Func("scheduler", "base URL of a kube-safe-scheduler's secure port (plugin mode, started with DECISIONS_KEPT > 0), e.g. https://127.0.0.1:10259: its decisions are read from /configz", func(s string) error {
+		if s = strings.TrimSpace(s); s != "" {
+			schedulers = append(schedulers, strings.TrimSuffix(s, "/"))
+		}
+		return nil
+	})
+	tokenFile := fs.String("token-file", "", "file holding a bearer token to present to --scheduler (one allowed to get the non-resource URL /configz); or use --cert-file")
 	weightsFlag := fs.String("weights", "", "the scheduler configuration's weights by prioritize verb, e.g. safe-overload=2,pigeon-holing=2 (default 1 each)")
 	caFile := fs.String("ca-file", "", "PEM CA bundle to verify an https extender with (default: the system roots)")
 	certFile := fs.String("cert-file", "", "PEM client certificate to present (mutual TLS: /debug/decisions is served to a verified client)")
@@ -65,7 +74,8 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: extender explain [flags] [NAMESPACE/]POD\n\n"+
 			"Prints the last scheduling cycle of POD as the extenders at --url kept it (GET /debug/decisions):\n"+
 			"each node's verdicts and scores, the weighted sum, and what each agent saw of it.\n"+
-			"Plugin mode (kube-safe-scheduler) keeps no decisions: read the pod's events instead.\n\nFlags:\n")
+			"In plugin mode give --scheduler: kube-safe-scheduler started with DECISIONS_KEPT > 0 publishes its plugins'\n"+
+			"decisions under /configz, behind kube-scheduler's own authentication and authorization.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -82,8 +92,17 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !strings.Contains(pod, "/") {
 		pod = "default/" + pod
 	}
-	if len(urls) == 0 {
+	if len(urls) == 0 && len(schedulers) == 0 {
 		urls = []string{"http://127.0.0.1:5401"}
+	}
+	var token string
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "extender explain: --token-file: %v\n", err)
+			return 2
+		}
+		token = strings.TrimSpace(string(b))
 	}
 	weights, err := parseWeights(*weightsFlag)
 	if err != nil {
@@ -91,7 +110,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	transport := &http.Transport{}
-	if *caFile != "" || *certFile != "" || *keyFile != "" || slicesHasHTTPS(urls) {
+	if *caFile != "" || *certFile != "" || *keyFile != "" || slicesHasHTTPS(urls) || len(schedulers) > 0 {
 		c, err := tlsreload.ClientConfig(*caFile, *certFile, *keyFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "extender explain: %v\n", err)
@@ -110,10 +129,18 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		all = append(all, got...)
 	}
+	for _, u := range schedulers {
+		got, err := fetchSchedulerDecisions(ctx, client, u, pod, token)
+		if err != nil {
+			fmt.Fprintf(stderr, "extender explain: %v\n", err)
+			return 1
+		}
+		all = append(all, got...)
+	}
 	cycle := lastCycle(all)
 	if len(cycle) == 0 {
-		fmt.Fprintf(stderr, "extender explain: no decision about %s is kept at %s (an extender keeps the decisions of its last DECISIONS_KEPT requests)\n",
-			pod, strings.Join(urls, ", "))
+		fmt.Fprintf(stderr, "extender explain: no decision about %s is kept at %s (an extender or kube-safe-scheduler keeps its last DECISIONS_KEPT decisions)\n",
+			pod, strings.Join(append(urls, schedulers...), ", "))
 		return 1
 	}
 	printExplanation(stdout, pod, cycle, weights)
@@ -171,8 +198,8 @@ func fetchDecisions(ctx context.Context, client *http.Client, base, pod string) 
 		return nil, fmt.Errorf("%s/debug/decisions: %s %s", base, resp.Status, strings.TrimSpace(string(body)))
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%s answers %s for /debug/decisions: it is not an extender keeping decisions "+
-			"(plugin mode, kube-safe-scheduler, keeps none: read the pod's events, kubectl describe pod %s, "+
-			"and the scheduler's log at --v=4; or decisions are off, DECISIONS_KEPT=0)", base, resp.Status, pod)
+			"(for kube-safe-scheduler, plugin mode, give --scheduler; or decisions are off, DECISIONS_KEPT=0; "+
+			"the pod's events, kubectl describe pod %s, say why it is pending)", base, resp.Status, pod)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("%s/debug/decisions: %s %s", base, resp.Status, strings.TrimSpace(string(body)))
 	}
@@ -186,6 +213,65 @@ func fetchDecisions(ctx context.Context, client *http.Client, base, pod string) 
 		out.Decisions[i].url = base
 	}
 	return out.Decisions, nil
+}
+
+// schedulerDecisionsKey is the key under which kube-safe-scheduler publishes its decisions in
+// /configz (scheduler/main.go).
+const schedulerDecisionsKey = "kube-safe-scheduler-decisions"
+
+// fetchSchedulerDecisions reads the decisions a kube-safe-scheduler at base keeps about pod from
+// its /configz (the same JSON as an extender's /debug/decisions).
+func fetchSchedulerDecisions(ctx context.Context, client *http.Client, base, pod, token string) ([]explainDecision, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("--scheduler %q is not an https URL (kube-scheduler serves its secure port only)", base)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/configz", nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", base, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("%s/configz: %s: present credentials (--cert-file and --key-file, or --token-file) of a user "+
+			"allowed to get the non-resource URL /configz, and start the scheduler with --authentication-kubeconfig and "+
+			"--authorization-kubeconfig", base, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s/configz: %s %s", base, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var configs map[string]json.RawMessage
+	if err := json.Unmarshal(body, &configs); err != nil {
+		return nil, fmt.Errorf("%s/configz: %w", base, err)
+	}
+	raw, ok := configs[schedulerDecisionsKey]
+	if !ok {
+		return nil, fmt.Errorf("%s keeps no decisions: it is not kube-safe-scheduler, or it runs without DECISIONS_KEPT (set it > 0)", base)
+	}
+	var out struct {
+		Decisions []explainDecision `json:"decisions"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("%s/configz %s: %w", base, schedulerDecisionsKey, err)
+	}
+	var mine []explainDecision
+	for _, d := range out.Decisions {
+		if d.Pod == pod {
+			d.url = base
+			mine = append(mine, d)
+		}
+	}
+	return mine, nil
 }
 
 // lastCycle returns, from decisions about one pod (newest first per extender), the newest

@@ -93,7 +93,7 @@ func TestExplainErrors(t *testing.T) {
 		{nil, 2, "give exactly one pod"},
 		{[]string{"--weights", "congestion=0", "p"}, 2, `"congestion=0" is not function=weight`},
 		{[]string{"--url", "ftp://x", "p"}, 1, `"ftp://x" is not an http or https URL`},
-		{[]string{"--url", notExtender.URL, "p"}, 1, "plugin mode, kube-safe-scheduler, keeps none"},
+		{[]string{"--url", notExtender.URL, "p"}, 1, "for kube-safe-scheduler, plugin mode, give --scheduler"},
 		{[]string{"--url", s.URL, "nobody"}, 1, "no decision about default/nobody is kept"},
 	} {
 		var out, errOut bytes.Buffer

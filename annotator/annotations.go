@@ -41,6 +41,13 @@ const (
 	// STATS_REFRESH, so that a reader can tell fresh statistics from those of an annotator that
 	// stopped.
 	StatisticsTimestamp = "statistics-timestamp"
+
+	// StatisticsRequestedCPU and StatisticsRequestedMemory are the node's requested cpu
+	// (millicores) and memory (bytes) when the statistics were written, with every statistics
+	// patch: a reader adds to the statistics the requests grown since (pods placed minus pods
+	// gone), which the statistics cannot hold yet.
+	StatisticsRequestedCPU    = "statistics-requested-cpu"
+	StatisticsRequestedMemory = "statistics-requested-memory"
 )
 
 // resourceKeys pairs a resource with its two allocation annotations.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -250,6 +251,9 @@ func (a *Annotator) changedStatistics(n *corev1.Node, stats map[string]string, n
 	}
 	if changed {
 		want[StatisticsTimestamp] = now.UTC().Format(time.RFC3339)
+		alloc := a.cluster.Allocated(n.Name)
+		want[StatisticsRequestedCPU] = strconv.FormatInt(alloc[corev1.ResourceCPU], 10)
+		want[StatisticsRequestedMemory] = strconv.FormatInt(alloc[corev1.ResourceMemory], 10)
 	}
 }
 

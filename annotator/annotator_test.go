@@ -211,7 +211,8 @@ func statsRig(t *testing.T) *rig {
 		"n2": {CPU: []float64{1000, 1000, 1000}, Memory: []float64{1, 2}}, // too few memory samples
 	}}
 	ann := map[string]string{MeanFreeCPU: "123", StatisticsTimestamp: "2020-01-01T00:00:00Z"}
-	return newRig(t, cfg, nil, src, kubeletNode("n1", "16", "64Gi").Obj(), kubeletNode("n2", "16", "64Gi").Annotations(ann).Obj())
+	alloc := map[string]framework.Amounts{"n1": {corev1.ResourceCPU: 2500, corev1.ResourceMemory: 3 << 30}}
+	return newRig(t, cfg, alloc, src, kubeletNode("n1", "16", "64Gi").Obj(), kubeletNode("n2", "16", "64Gi").Annotations(ann).Obj())
 }
 
 func statsOnly(p map[string]string) map[string]string {
@@ -236,6 +237,8 @@ func TestStatisticsAnnotations(t *testing.T) {
 		MeanFreeCPU: "5000", StdFreeCPU: "2000", ForecastFreeCPU: "9090",
 		MeanFreeMemory: "1073741824", StdFreeMemory: "0", ForecastFreeMemory: "1073741824",
 		StatisticsTimestamp: "2026-01-02T03:00:00Z",
+		// the node's requests when the statistics were written, with them
+		StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472",
 	}
 	if diff := cmp.Diff(want, statsOnly(got["n1"])); diff != "" {
 		t.Errorf("n1 statistics (-want +got):\n%s", diff)
@@ -260,7 +263,8 @@ func TestStatisticsAnnotations(t *testing.T) {
 	r.a.Cycle(context.Background(), t1)
 	// std 2000 -> 0 and forecast 9090 -> 5050 moved: those two are sent, with a new timestamp;
 	// mean 5000 -> 5050 (1 %) is not.
-	want = map[string]string{StdFreeCPU: "0", ForecastFreeCPU: "5050", StatisticsTimestamp: "2026-01-02T03:05:00Z"}
+	want = map[string]string{StdFreeCPU: "0", ForecastFreeCPU: "5050", StatisticsTimestamp: "2026-01-02T03:05:00Z",
+		StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472"}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 after a small change (-want +got):\n%s", diff)
 	}
@@ -278,7 +282,7 @@ func TestStatisticsAnnotations(t *testing.T) {
 	want = map[string]string{
 		MeanFreeCPU: "5050", StdFreeCPU: "0", ForecastFreeCPU: "5050",
 		MeanFreeMemory: "1073741824", StdFreeMemory: "0", ForecastFreeMemory: "1073741824",
-		StatisticsTimestamp: t3.Format(time.RFC3339),
+		StatisticsTimestamp: t3.Format(time.RFC3339), StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472",
 	}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 at refresh (-want +got):\n%s", diff)

@@ -132,7 +132,8 @@ func TestMetricsAPIThroughAnnotator(t *testing.T) {
 	want := map[string]string{
 		MeanFreeCPU: "2000", StdFreeCPU: "816", ForecastFreeCPU: "0",
 		MeanFreeMemory: "4294967296", StdFreeMemory: "0", ForecastFreeMemory: "4294967296",
-		StatisticsTimestamp: "2026-01-01T12:02:01Z",
+		StatisticsTimestamp:    "2026-01-01T12:02:01Z",
+		StatisticsRequestedCPU: "0", StatisticsRequestedMemory: "0",
 	}
 	if diff := cmp.Diff(want, statsOnly(n.Annotations)); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)

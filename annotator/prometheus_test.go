@@ -270,7 +270,8 @@ func TestPrometheusSource(t *testing.T) {
 	want := map[string]string{
 		MeanFreeCPU: "1500", StdFreeCPU: "0", ForecastFreeCPU: "1500",
 		MeanFreeMemory: "5368709120", StdFreeMemory: "2147483648", ForecastFreeMemory: formatAmount(forecast.Forecast),
-		StatisticsTimestamp: end.UTC().Format(time.RFC3339),
+		StatisticsTimestamp:    end.UTC().Format(time.RFC3339),
+		StatisticsRequestedCPU: "0", StatisticsRequestedMemory: "0",
 	}
 	if diff := cmp.Diff(want, statsOnly(r.node(t, "n1").Annotations)); diff != "" {
 		t.Errorf("n1 annotations (-want +got):\n%s", diff)

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
@@ -129,7 +131,8 @@ func TestDashboardPanelsHaveDataAndExplain(t *testing.T) {
 		Env: map[string]map[string]string{"telemetry": {"TELEMETRY_SYNC_PERIOD": "1s"}}})
 	reward := harness.StartExtender(t, harness.ExtenderOptions{Name: "extender reward", Tags: []string{"all"},
 		Env: map[string]string{"KUBECONFIG": c.Kubeconfig, "AGENTS": "reward", "REWARD_NAMESPACE": "default", "REWARD_FLUSH_INTERVAL": "1s"}})
-	plugins := c.RunDeployment(t, loadDeployment(t, pluginsFile), harness.RunOptions{Kubeconfig: psa, SchedulerArgs: allowMetrics})
+	plugins := c.RunDeployment(t, loadDeployment(t, pluginsFile), harness.RunOptions{Kubeconfig: psa, SchedulerArgs: allowMetrics,
+		Env: map[string]map[string]string{"kube-safe-scheduler": {"DECISIONS_KEPT": "1000"}}})
 
 	var targets []string
 	for _, e := range ext.Extenders {
@@ -216,12 +219,54 @@ func TestDashboardPanelsHaveDataAndExplain(t *testing.T) {
 		"pigeon-holing (w2)", "congestion (w1)", "telemetry-policy (filter)", "Σ w·score", bound,
 		// what each agent saw
 		"acceptableRisk=0.3", "mu=", "sigma=", "factor=", "objectiveAfter=", "objectiveBefore=", "policy=default/demo-policy", "node_cpu={age=")
-	// Plugin mode keeps no decisions: the command says so, naming plugin mode.
+	// Plugin mode: kube-safe-scheduler, started with DECISIONS_KEPT, publishes its plugins'
+	// decisions under /configz, behind its own authentication and authorization. The admin's
+	// client certificate reads them; a user without the right to get /configz is refused, and
+	// the command says what is needed.
+	schedURL := fmt.Sprintf("https://127.0.0.1:%d", plugins.Scheduler.Port)
+	admin := clientCertFiles(t, c.Kubeconfig)
 	out, err = exec.CommandContext(t.Context(), reward.Binary, "explain", "--insecure-skip-verify",
-		"--url", fmt.Sprintf("https://127.0.0.1:%d", plugins.Scheduler.Port), "default/plug-1").CombinedOutput()
-	if err == nil {
-		t.Fatalf("extender explain against the plugin scheduler succeeded:\n%s", out)
+		"--scheduler", schedURL, "--cert-file", admin[0], "--key-file", admin[1], "default/plug-1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("extender explain --scheduler: %v\n%s", err, out)
 	}
-	mustContain(t, "explain against the plugin scheduler", string(out), "plugin mode, kube-safe-scheduler, keeps none")
-	t.Logf("extender explain against the plugin scheduler: %s", out)
+	t.Logf("extender explain --scheduler default/plug-1:\n%s", out)
+	mustContain(t, "extender explain's table in plugin mode", string(out), "Pod default/plug-1", "safe-overload (filter)",
+		"safe-overload (w1)", "congestion (w1)", "Σ w·score", c.PodNode(t, "default", "plug-1"), "acceptableRisk=0.3", "mu=", "factor=")
+	nobody := clientCertFiles(t, c.KubeconfigFor(t, "nobody"))
+	out, err = exec.CommandContext(t.Context(), reward.Binary, "explain", "--insecure-skip-verify",
+		"--scheduler", schedURL, "--cert-file", nobody[0], "--key-file", nobody[1], "default/plug-1").CombinedOutput()
+	if err == nil {
+		t.Fatalf("extender explain --scheduler as a user without rights succeeded:\n%s", out)
+	}
+	mustContain(t, "explain refused by the plugin scheduler", string(out), "403", "allowed to get the non-resource URL /configz")
+	// An extender URL pointed at the scheduler: the command names --scheduler.
+	out, err = exec.CommandContext(t.Context(), reward.Binary, "explain", "--insecure-skip-verify",
+		"--url", schedURL, "default/plug-1").CombinedOutput()
+	if err == nil {
+		t.Fatalf("extender explain --url against the plugin scheduler succeeded:\n%s", out)
+	}
+	mustContain(t, "explain --url against the plugin scheduler", string(out), "give --scheduler")
+}
+
+// clientCertFiles writes the client certificate and key of kubeconfig's current user to files
+// and returns their paths, as an operator extracts them for extender explain.
+func clientCertFiles(t *testing.T, kubeconfig string) [2]string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
+	if user == nil || len(user.ClientCertificateData) == 0 {
+		t.Fatalf("%s: the current user has no client certificate", kubeconfig)
+	}
+	dir := t.TempDir()
+	files := [2]string{filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")}
+	for i, b := range [][]byte{user.ClientCertificateData, user.ClientKeyData} {
+		if err := os.WriteFile(files[i], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
 }

@@ -13,8 +13,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 
 	"k8s.io/component-base/cli"
+	"k8s.io/component-base/configz"
 	_ "k8s.io/component-base/logs/json/register" // for JSON log format registration, as kube-scheduler
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version" // for version metric registration
@@ -28,6 +30,10 @@ import (
 func main() {
 	plugins, err := adapter.New(agents.All)
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube-safe-scheduler: %v\n", err)
+		os.Exit(2)
+	}
+	if err := keepDecisions(plugins); err != nil {
 		fmt.Fprintf(os.Stderr, "kube-safe-scheduler: %v\n", err)
 		os.Exit(2)
 	}
@@ -45,4 +51,29 @@ func main() {
 		app.WithPlugin(gangplugin.CoschedulingName, groups.NewCoscheduling),
 		app.WithPlugin(gangplugin.GroupPriorityName, groups.NewGroupPriority))
 	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
+}
+
+// decisionsKey is the decisions' key in /configz.
+const decisionsKey = "kube-safe-scheduler-decisions"
+
+// keepDecisions keeps the plugins' last DECISIONS_KEPT decisions (default 0: none; at most
+// 100000) and publishes them under /configz, which kube-scheduler serves on its secure port
+// behind its own authentication and authorization (`extender explain --scheduler`).
+func keepDecisions(plugins *adapter.Adapter) error {
+	v, ok := os.LookupEnv("DECISIONS_KEPT")
+	if !ok || v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 100000 {
+		return fmt.Errorf("invalid DECISIONS_KEPT %q: want a whole number of decisions from 0 (none kept) to 100000", v)
+	}
+	if n == 0 {
+		return nil
+	}
+	cz, err := configz.New(decisionsKey)
+	if err != nil {
+		return err
+	}
+	return cz.Set(plugins.KeepDecisions(n))
 }

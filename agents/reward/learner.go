@@ -144,6 +144,12 @@ func (l *learner) sweep(since, now time.Time) []observation {
 	return out
 }
 
+// follows reports whether the learner follows the pod (it is in the shared informer).
+func (l *learner) follows(uid types.UID) bool {
+	_, ok := l.pods[uid]
+	return ok
+}
+
 // gone forgets a pod that left the informer and returns its state (nil if unknown).
 func (l *learner) gone(uid types.UID) *podState {
 	st := l.pods[uid]

@@ -113,7 +113,10 @@ type Agent struct {
 	client kubernetes.Interface
 	// pods is the shared pod informer the learner follows (nil without cluster access).
 	pods cache.SharedIndexInformer
-	now  func() time.Time
+	// terminated is the agent's own informer of the pods in a terminal phase, which the shared
+	// one leaves out (nil without cluster access).
+	terminated cache.SharedIndexInformer
+	now        func() time.Time
 
 	table *table
 	store *store
@@ -123,7 +126,22 @@ type Agent struct {
 	learner *learner
 	// since is the stored table's observedUntil when this process loaded it (see learner.update).
 	since time.Time
+	// finals pairs the two informers' news of a pod that terminated: its state when it left the
+	// shared informer, or its final phase from the terminated informer, whichever came first.
+	finals map[types.UID]final
 }
+
+// final is one half of a terminated pod's news, kept until the other half arrives.
+type final struct {
+	st    *podState
+	phase corev1.PodPhase
+	at    time.Time
+}
+
+// finalWait is how long one informer's news of a terminated pod waits for the other's. The two
+// watches deliver the same change within moments of each other; a half left unpaired (the pod
+// was deleted before its terminal phase was seen) is dropped.
+const finalWait = 2 * time.Minute
 
 var (
 	_ framework.Agent     = (*Agent)(nil)
@@ -147,9 +165,11 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		table: newTable(model{weight: cfg.Weight, initial: cfg.Initial, halfLife: cfg.HalfLife.D(),
 			minObservations: cfg.MinObservations}, cfg.MaxEntries),
 		learner: newLearner(cfg.MTTF.D(), cfg.StartTimeout.D()),
+		finals:  map[types.UID]final{},
 	}
 	if h.Informers != nil && h.Client != nil {
 		a.pods = h.Informers.Core().V1().Pods().Informer()
+		a.terminated = terminatedPods(h.Client)
 		a.store = newStore(cfg, h.Client, h.Log, a.table)
 	} else {
 		h.Log.Warn("no cluster access: the reward agent learns nothing and scores every node by its initial reward")
@@ -313,35 +333,43 @@ func podEvents(fn func(old, new *corev1.Pod)) cache.ResourceEventHandler {
 
 // onPod learns from one pod change (called by the pod informer, one change at a time). The
 // informer leaves terminated pods out (in both modes, as kube-scheduler's does): a pod that
-// turns Succeeded or Failed arrives as a deletion carrying its last non-terminated state.
+// turns Succeeded or Failed arrives as a deletion carrying its last non-terminated state, and
+// its final phase comes from the terminated informer (onFinal), in either order.
 func (a *Agent) onPod(old, new *corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if new != nil {
-		a.mu.Lock()
 		a.apply(a.learner.update(new, a.since, a.now()))
-		a.mu.Unlock()
 		return
 	}
-	a.mu.Lock()
 	st := a.learner.gone(old.UID)
-	a.mu.Unlock()
 	if st == nil || st.node == "" || st.deleting || old.DeletionTimestamp != nil {
 		return
 	}
-	// The informer leaves terminated pods out: a pod that left it without being deleted has
-	// turned Succeeded or Failed. Ask the API server which.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	p, err := a.client.CoreV1().Pods(old.Namespace).Get(ctx, old.Name, metav1.GetOptions{})
-	if err != nil || p.UID != old.UID {
-		if err != nil && !apierrors.IsNotFound(err) {
-			a.log.WithError(err).WithField("pod", old.Namespace+"/"+old.Name).Warn("cannot read the final phase of a pod that left the cache")
+	if f, ok := a.finals[old.UID]; ok {
+		delete(a.finals, old.UID)
+		if o, ok := terminal(st, f.phase); ok {
+			a.apply([]observation{o})
 		}
 		return
 	}
-	if o, ok := terminal(st, p.Status.Phase); ok {
-		a.mu.Lock()
-		a.apply([]observation{o})
-		a.mu.Unlock()
+	a.finals[old.UID] = final{st: st, at: a.now()}
+}
+
+// onFinal learns a pod's terminal phase from the terminated informer (additions and updates).
+func (a *Agent) onFinal(p *corev1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f, ok := a.finals[p.UID]; ok && f.st != nil {
+		delete(a.finals, p.UID)
+		if o, ok := terminal(f.st, p.Status.Phase); ok {
+			a.apply([]observation{o})
+		}
+		return
+	}
+	// Terminated pods the learner never followed (those of the initial list) teach nothing.
+	if a.learner.follows(p.UID) {
+		a.finals[p.UID] = final{phase: p.Status.Phase, at: a.now()}
 	}
 }
 
@@ -349,5 +377,11 @@ func (a *Agent) onPod(old, new *corev1.Pod) {
 func (a *Agent) sweep() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.apply(a.learner.sweep(a.since, a.now()))
+	now := a.now()
+	a.apply(a.learner.sweep(a.since, now))
+	for uid, f := range a.finals {
+		if now.Sub(f.at) >= finalWait {
+			delete(a.finals, uid)
+		}
+	}
 }

@@ -200,21 +200,39 @@ func TestRestartWithinAndAfterMTTF(t *testing.T) {
 	}
 }
 
-// A pod that leaves the cache without being deleted has terminated: the agent reads its final
-// phase (Failed: 0; Succeeded: 1); a deleted pod teaches nothing.
+// A pod that leaves the cache without being deleted has terminated: the agent learns its final
+// phase (Failed: 0; Succeeded: 1) from the terminated informer, whether its news comes before or
+// after the shared informer's; a pod whose phase never comes teaches nothing and is forgotten
+// after finalWait, and terminated pods the learner never followed are ignored.
 func TestTerminalPhases(t *testing.T) {
-	failed := pod("f", "spark", "n2", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
-	done := pod("s", "spark", "n2", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
-	a, fc, _ := newAgent(t, nil, fake.NewClientset(failed, done))
-	for _, name := range []string{"f", "s", "gone"} {
-		p := pod(name, "spark", "n2")
-		fc.fn(nil, p)
-		fc.fn(p, nil)
+	a, fc, c := newAgent(t, nil, fake.NewClientset())
+	phase := func(p *corev1.Pod, ph corev1.PodPhase) *corev1.Pod {
+		q := p.DeepCopy()
+		q.Status.Phase = ph
+		return q
 	}
+	f, s, gone := pod("f", "spark", "n2"), pod("s", "spark", "n2"), pod("gone", "spark", "n2")
+	for _, p := range []*corev1.Pod{f, s, gone} {
+		fc.fn(nil, p)
+	}
+	a.onFinal(phase(pod("old", "spark", "n2"), corev1.PodFailed)) // from the initial list
+	fc.fn(f, nil)                                                 // the shared informer first,
+	a.onFinal(phase(f, corev1.PodFailed))                         // then the phase
+	a.onFinal(phase(s, corev1.PodSucceeded))                      // the phase first,
+	fc.fn(s, nil)                                                 // then the shared informer
+	fc.fn(gone, nil)                                              // no phase ever comes
 	e, _ := a.table.get("spark", "n2")
-	// Failed: 0.9; Succeeded: 0.9*0.9 + 0.1 = 0.91; "gone" (not found): nothing.
+	// Failed: 0.9; Succeeded: 0.9*0.9 + 0.1 = 0.91; "gone" and "old": nothing.
 	if e.N != 2 || !near(e.R, 0.91) {
 		t.Errorf("spark on n2: %+v, want N 2, R 0.91", e)
+	}
+	if len(a.finals) != 1 {
+		t.Errorf("%d halves waiting, want 1 (gone's)", len(a.finals))
+	}
+	c.advance(finalWait)
+	a.sweep()
+	if len(a.finals) != 0 {
+		t.Errorf("%d halves waiting after finalWait, want 0", len(a.finals))
 	}
 }
 

@@ -232,6 +232,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	if _, err := a.pods.AddEventHandler(podEvents(a.onPod)); err != nil {
 		return fmt.Errorf("subscribing to pod changes: %w", err)
 	}
+	if err := a.watchTerminated(ctx.Done()); err != nil {
+		return err
+	}
 	go a.store.elect(ctx)
 	go a.loop(ctx)
 	a.log.WithFields(logrus.Fields{"configmap": a.store.namespace + "/" + a.store.name, "identity": a.store.identity,

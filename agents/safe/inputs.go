@@ -23,6 +23,10 @@ type nodeInputs struct {
 	// readable (requestedKnown).
 	requested      demand
 	requestedKnown bool
+	// stampRequested is the node's requests when its statistics were written (the annotator's
+	// statistics-requested-cpu and -memory), when both are readable (stampRequestedKnown).
+	stampRequested      demand
+	stampRequestedKnown bool
 }
 
 // stamp is what the statistics-timestamp annotation says. Whether it is fresh depends on the

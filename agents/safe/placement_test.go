@@ -283,3 +283,70 @@ func TestAdaptiveFilter(t *testing.T) {
 		t.Errorf("with the quiet node full by requests: rejected %v, want none", got)
 	}
 }
+
+// With the annotator's statistics-requested-* (the node's requests when the statistics were
+// written), the load placed since is the growth of the node's requests: pods gone since the
+// statistics are counted off, as their usage is still in the statistics. Short-lived pods
+// otherwise pile up as "placed since" against statistics that still hold the usage of the
+// pods they replaced, and a busy cluster with fast turnover looks full.
+func TestRequestsGrownSinceStatistics(t *testing.T) {
+	stamp := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	// At the statistics: 8 cpu used of 16, 6 cpu requested (pods "gone1" and "gone2" and "stay").
+	statsAnn := ann{AnnotationMeanFreeCPU: "8000", AnnotationStdFreeCPU: "400",
+		AnnotationStatisticsTimestamp:       stamp.Format(time.RFC3339),
+		AnnotationStatisticsRequestedCPU:    "6000",
+		AnnotationStatisticsRequestedMemory: "0"}
+	target := bigNode("target", statsAnn)
+	// Since: gone1 and gone2 (2 cpu each) left, four pods of 2 cpu came: requests 2 + 8 = 10 cpu,
+	// grown by 4 cpu; the pods placed since sum 8 cpu.
+	c := testCluster{nodes: []*corev1.Node{target}, pods: []*corev1.Pod{
+		boundPod("stay", "2", "target", stamp.Add(-time.Hour)),
+		boundPod("after1", "2", "target", stamp.Add(time.Minute)),
+		boundPod("after2", "2", "target", stamp.Add(2*time.Minute)),
+		boundPod("after3", "2", "target", stamp.Add(3*time.Minute)),
+		boundPod("after4", "2", "target", stamp.Add(4*time.Minute)),
+	}}
+	pod := makePod("2", "1Gi")
+	a := clusterAgent(t, config(func(c *Config) { c.Filter = FilterPod }), c)
+	a.now = func() time.Time { return stamp.Add(5 * time.Minute) }
+	// used 8000 + grown 4000 + the pod's 2000 = 14000 of 16000: mu 0.875, sigma 0.025: passes
+	// (counting the 8 cpu placed since, mu would be 1.125: rejected).
+	v := extendertest.Must(a.filterOverload(context.Background(), pod, c.nodes))
+	if !v[0].Passes() {
+		t.Fatalf("rejected: %q; the pods gone since the statistics were not counted off", v[0].Reason)
+	}
+	// Two more pods of 2 cpu: grown by 8 cpu: 8000 + 8000 + 2000 > 16000: rejected, the growth in
+	// the reason.
+	c.pods = append(c.pods, boundPod("after5", "2", "target", stamp.Add(4*time.Minute)),
+		boundPod("after6", "2", "target", stamp.Add(4*time.Minute)))
+	a = clusterAgent(t, config(func(c *Config) { c.Filter = FilterPod }), c)
+	a.now = func() time.Time { return stamp.Add(5 * time.Minute) }
+	v = extendertest.Must(a.filterOverload(context.Background(), pod, c.nodes))
+	want := "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.03, threshold 0.90, requests grown since the statistics add 8000m)"
+	if v[0].Reason != want {
+		t.Errorf("reason %q, want %q", v[0].Reason, want)
+	}
+	// Fewer requests than at the statistics: nothing is added, nothing taken off the measured usage.
+	c.pods = c.pods[:1]
+	a = clusterAgent(t, config(func(c *Config) { c.Filter = FilterPod }), c)
+	a.now = func() time.Time { return stamp.Add(5 * time.Minute) }
+	big := makePod("6", "1Gi") // 8000 + 6000 = 14000: mu 0.875, passes; with -4000 it would be far lower
+	o, _ := scores(t, a, big, c.nodes)
+	v = extendertest.Must(a.filterOverload(context.Background(), big, c.nodes))
+	if !v[0].Passes() {
+		t.Errorf("rejected with fewer requests than at the statistics: %q", v[0].Reason)
+	}
+	ref := clusterAgent(t, config(func(c *Config) { c.Filter = FilterPod; c.PlacedShare = 0 }), c)
+	ref.now = a.now
+	if r, _ := scores(t, ref, big, c.nodes); r[0] != o[0] {
+		t.Errorf("score %d with requests shrunk since the statistics, %d with no placed load: want the same", o[0], r[0])
+	}
+	// SAFE_PLACED=arrivals sums the pods placed since, gone ones or not: the first case is rejected.
+	c.pods = c.pods[:5]
+	arr := clusterAgent(t, config(func(c *Config) { c.Filter = FilterPod; c.Placed = PlacedArrivals }), c)
+	arr.now = a.now
+	v = extendertest.Must(arr.filterOverload(context.Background(), pod, c.nodes))
+	if want := "4 pods placed since the statistics add 8000m"; v[0].Passes() || !strings.Contains(v[0].Reason, want) {
+		t.Errorf("arrivals: verdict %+v, want a rejection saying %q", v[0], want)
+	}
+}

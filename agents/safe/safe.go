@@ -56,8 +56,13 @@ const (
 	// AnnotationRequestedCPU and AnnotationRequestedMemory are the summed requests of the
 	// node's pods (millicores, bytes) that the node annotator writes: a node without statistics
 	// is judged from them when the agent has no cluster view.
-	AnnotationRequestedCPU    = "requested-cpu"
-	AnnotationRequestedMemory = "requested-memory"
+	AnnotationRequestedCPU = "requested-cpu"
+	// AnnotationStatisticsRequestedCPU and AnnotationStatisticsRequestedMemory are the node's
+	// requests when its statistics were written (node annotator): the load placed since the
+	// statistics is then the growth of the requests since, pods gone counted off.
+	AnnotationStatisticsRequestedCPU    = "statistics-requested-cpu"
+	AnnotationStatisticsRequestedMemory = "statistics-requested-memory"
+	AnnotationRequestedMemory           = "requested-memory"
 )
 
 // StalePolicy says what the agent does with a node whose usage statistics are stale.
@@ -102,6 +107,26 @@ const (
 	FilterOff FilterMode = "off"
 )
 
+// PlacedMode says how the load placed since a node's statistics is counted.
+type PlacedMode string
+
+// Placed modes.
+const (
+	// PlacedGrowth counts the growth of the node's requests since its statistics (pods placed
+	// less pods gone, at least 0) when the annotator wrote the requests with them
+	// (statistics-requested-*), else the pods placed since, as PlacedArrivals.
+	PlacedGrowth PlacedMode = "growth"
+	// PlacedArrivals counts the requests of the pods placed since the statistics-timestamp,
+	// whether or not others left since.
+	PlacedArrivals PlacedMode = "arrivals"
+)
+
+// UnmarshalText reads a mode in any case; Config.Validate checks it.
+func (m *PlacedMode) UnmarshalText(text []byte) error {
+	*m = PlacedMode(strings.ToLower(strings.TrimSpace(string(text))))
+	return nil
+}
+
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
 func (m *FilterMode) UnmarshalText(text []byte) error {
 	*m = FilterMode(strings.ToLower(strings.TrimSpace(string(text))))
@@ -135,6 +160,8 @@ type Config struct {
 	// pods placed on a node since its statistics-timestamp, added to its measured usage
 	// (0..1000; 0 turns the estimate off). It needs cluster access (or plugin mode).
 	PlacedShare int `json:"placedShare" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
+	// Placed is how the load placed since the statistics is counted.
+	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
 }
 
 // Defaults.
@@ -152,6 +179,7 @@ const (
 	// measurements".
 	DefaultFilter      = FilterAdaptive
 	DefaultPlacedShare = 100
+	DefaultPlaced      = PlacedGrowth
 	// MaxPlacedShare bounds PlacedShare.
 	MaxPlacedShare = 1000
 )
@@ -159,7 +187,7 @@ const (
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight,
-		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare}
+		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare, Placed: DefaultPlaced}
 }
 
 // Validate reports every bad field, each as a settings.FieldError.
@@ -171,6 +199,7 @@ func (c Config) Validate() error {
 		maxStatsAgeInRange(c.MaxStatsAge),
 		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
 		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterAdaptive, FilterOff),
+		settings.OneOf("placed", c.Placed, PlacedGrowth, PlacedArrivals),
 		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
 	)
 }
@@ -212,6 +241,8 @@ type Agent struct {
 	cluster framework.Cluster
 	// share is PlacedShare as a fraction.
 	share float64
+	// growth: the placed load is the growth of the requests when the node says them (PlacedGrowth).
+	growth bool
 	// noRequests restores the design before issue 26 (a node without statistics scores 0):
 	// the simulation's "before" only.
 	noRequests bool
@@ -237,6 +268,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 
 		cluster: h.Cluster,
 		share:   float64(cfg.PlacedShare) / 100,
+		growth:  cfg.Placed == PlacedGrowth,
 	}
 	if h.Metrics != nil {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -324,6 +356,8 @@ type measure struct {
 	// (PlacedShare of their requests), added to the measured usage; placedPods counts them.
 	placed     float64
 	placedPods int
+	// placedGrown: placed is the growth of the node's requests since the statistics.
+	placedGrown bool
 	// mu and sigma are valid when state is measured or requested.
 	mu, sigma float64
 	// risk, once riskKnown, is Risk(mu, sigma, T).
@@ -343,6 +377,9 @@ func podDemand(pod *corev1.Pod) demand {
 type load struct {
 	cpu, memory float64
 	pods        int
+	// grown: the load is the growth of the node's requests since its statistics
+	// (statistics-requested-*), not a sum over the pods placed since.
+	grown bool
 }
 
 // call is what one call of a function knows before looking at any node.
@@ -381,7 +418,7 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	stamps := make(map[string]time.Time, len(nodes))
 	for _, n := range nodes {
 		in := a.inputs.Get(n, a.readNode)
-		if (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !(in.stampRequestedKnown && a.growth) {
 			stamps[n.Name] = in.stamp.at
 		}
 	}
@@ -432,11 +469,18 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 		}
 	}
 	l := c.placed[n.Name]
+	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+		// The requests grown since the statistics (pods placed, less pods gone): the usage of
+		// pods that left is still in the statistics, so their requests are counted off.
+		alloc := a.cluster.Allocated(n.Name)
+		l = load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
+			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
+	}
 	if f.stale {
 		l = load{}
 	}
-	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l.cpu, l.pods)
-	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l.memory, l.pods)
+	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l)
+	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l)
 	if (cpu.state == noStats || memory.state == noStats) && !a.noRequests {
 		if req, ok := a.requests(n, &in); ok {
 			if cpu.state == noStats {
@@ -477,6 +521,9 @@ func (a *Agent) readNode(n *corev1.Node) nodeInputs {
 	cpu, okc := annotation(n.Annotations, AnnotationRequestedCPU)
 	memory, okm := annotation(n.Annotations, AnnotationRequestedMemory)
 	in.requested, in.requestedKnown = demand{cpu: cpu, memory: memory}, okc && okm
+	cpu, okc = annotation(n.Annotations, AnnotationStatisticsRequestedCPU)
+	memory, okm = annotation(n.Annotations, AnnotationStatisticsRequestedMemory)
+	in.stampRequested, in.stampRequestedKnown = demand{cpu: cpu, memory: memory}, okc && okm
 	return in
 }
 
@@ -500,15 +547,18 @@ func (a *Agent) read(n *corev1.Node, r *resourceKind) resourceInputs {
 
 // measureFrom applies the pod's demand d and the load placed since the statistics to a node's
 // inputs for r: the placed load adds to the measured usage as the pod's request does.
-func measureFrom(in *resourceInputs, r *resourceKind, d, placed float64, placedPods int) measure {
+func measureFrom(in *resourceInputs, r *resourceKind, d float64, l load) measure {
 	m := measure{res: r, demand: d}
 	if !in.measured {
 		return m
 	}
 	m.free, m.std, m.capacity, m.forecast = in.free, in.std, in.capacity, in.forecast
-	m.placed, m.placedPods = placed, placedPods
+	m.placed, m.placedPods, m.placedGrown = l.cpu, l.pods, l.grown
+	if r.kind == corev1.ResourceMemory {
+		m.placed = l.memory
+	}
 	var judged bool
-	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d+placed); judged {
+	if m.mu, m.sigma, judged = Utilization(m.free, m.std, m.capacity, d+m.placed); judged {
 		m.state = measured
 	} else {
 		m.state = noAllocatable
@@ -659,7 +709,11 @@ func (a *Agent) appendReason(b []byte, m *measure) []byte {
 	b = strconv.AppendFloat(append(b, " (mu "...), m.mu, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", sigma "...), m.sigma, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", threshold "...), a.t, 'f', 2, 64)
-	if m.placedPods > 0 {
+	switch {
+	case m.placedGrown && m.placed > 0:
+		b = append(b, ", requests grown since the statistics add "...)
+		b = appendAmount(b, m.res, m.placed)
+	case m.placedPods > 0:
 		b = strconv.AppendInt(append(b, ", "...), int64(m.placedPods), 10)
 		b = append(b, " pods placed since the statistics add "...)
 		b = appendAmount(b, m.res, m.placed)

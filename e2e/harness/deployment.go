@@ -296,7 +296,8 @@ type RunOptions struct {
 	// Kubeconfig stands in for the pod's service account: the scheduler and every sidecar
 	// connect with it (sidecars through KUBECONFIG). Default: the cluster's admin kubeconfig.
 	Kubeconfig string
-	// Env overrides or adds environment variables per sidecar container name.
+	// Env overrides or adds environment variables per container name (a sidecar's, or the
+	// scheduler container's, whose literal env values the harness passes on as well).
 	Env map[string]map[string]string
 	// Binary overrides the extender executable per sidecar container name; by default each
 	// sidecar runs BuildExtender with its image's tags (see ImageTags).
@@ -642,6 +643,15 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 	args = append(args, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
 	args = append(args, opts.SchedulerArgs...)
 	opt := SchedulerOptions{Config: cfg, Kubeconfig: kubeconfig, Args: args}
+	for _, e := range d.Scheduler.Env {
+		if e.ValueFrom != nil {
+			t.Fatalf("%s: container %s: env %s uses valueFrom, which the harness does not resolve", d.Source, d.Scheduler.Name, e.Name)
+		}
+		opt.Env = append(opt.Env, e.Name+"="+e.Value)
+	}
+	for k, v := range opts.Env[d.Scheduler.Name] {
+		opt.Env = append(opt.Env, k+"="+v)
+	}
 	if IsPluginScheduler(d.Scheduler) {
 		opt.Name, opt.Binary = PluginScheduler, BuildPluginScheduler(t)
 	}

@@ -37,6 +37,9 @@ type SchedulerOptions struct {
 	// Binary is the scheduler executable; default: the control plane's kube-scheduler
 	// (BuildPluginScheduler builds the one with the agents as plugins).
 	Binary string
+	// Env are further environment variables (NAME=value), e.g. kube-safe-scheduler's
+	// DECISIONS_KEPT.
+	Env []string
 }
 
 // StartScheduler starts kube-scheduler with opts.Config (its kubeconfig path changed) on a free
@@ -73,7 +76,7 @@ func (c *Cluster) StartScheduler(t T, opts SchedulerOptions) *Scheduler {
 		if bin == "" {
 			bin = c.Binaries.Scheduler
 		}
-		p := StartProcess(t, name, c.logDir, bin, nil, args...)
+		p := StartProcess(t, name, c.logDir, bin, opts.Env, args...)
 		err := waitUntil(t.Context(), StartTimeout, p, func(ctx context.Context) bool {
 			return httpOK(ctx, insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
 		})

@@ -72,6 +72,8 @@ type Adapter struct {
 	// resources), shared by every profile's agents; built from the scheduler's client
 	// configuration by the first agent build that has one.
 	dynamic dynamicinformer.DynamicSharedInformerFactory
+	// decisions keeps the last decisions (nil: none kept; KeepDecisions).
+	decisions *Decisions
 }
 
 // spec is what a plugin is: an agent's filter function, prioritize function, or both, of one name.
@@ -213,6 +215,10 @@ type funcs struct {
 	requeue *framework.RequeueOn
 	// ran tells that a function of the plugin has answered once.
 	ran atomic.Bool
+	// agent is the agent's name and explainer its framework.Explainer (nil: it does not explain),
+	// for the decisions kept.
+	agent     string
+	explainer framework.Explainer
 }
 
 // configure returns the functions of plugin name of agent, in fh's profile, building or
@@ -313,6 +319,10 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
 	fns.filter, fns.wholeList, fns.prioritize, fns.cluster, fns.requeue = nil, false, nil, s.cluster, nil
+	fns.agent, fns.explainer = s.agent.Name(), nil
+	if ex, ok := s.agent.(framework.Explainer); ok {
+		fns.explainer = ex
+	}
 	for _, f := range s.agent.Filters() {
 		if f.Name == name {
 			fns.filter, fns.wholeList = f.Func, f.WholeList

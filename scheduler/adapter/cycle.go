@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -30,12 +31,18 @@ type verdicts struct {
 	list   *nodeList
 	size   int // nodes per chunk, >= 1
 	chunks []chunk
+	// explain, when the adapter keeps decisions, asks the agent what it saw of each chunk's nodes.
+	explain explainFunc
 }
 
 type chunk struct {
 	once sync.Once
 	out  []framework.Verdict
 	err  error
+	// inputs are what the agent saw of the chunk's nodes (decisions kept only); judged is set
+	// once out, err and inputs are written, for the decisions' readers.
+	inputs []framework.Inputs
+	judged atomic.Bool
 }
 
 // Clone implements fwk.StateData: the chunks are judged once and never modified after, so a
@@ -53,6 +60,10 @@ func (v *verdicts) verdict(ctx context.Context, filter framework.FilterFunc, pod
 		if c.err == nil && len(c.out) != len(nodes) {
 			c.err = fmt.Errorf("returned %d verdicts for %d nodes", len(c.out), len(nodes))
 		}
+		if c.err == nil && v.explain != nil {
+			c.inputs = v.explain(ctx, pod, nodes)
+		}
+		c.judged.Store(true)
 	})
 	if c.err != nil {
 		return framework.Verdict{}, c.err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -94,13 +95,18 @@ func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
 // chunk as the scheduler asks about nodes (see verdicts): the agent's per-pod work is done
 // once per chunk, not once per node, and the nodes the scheduler does not ask about (past
 // percentageOfNodesToScore) are not judged.
-func (p *filterPlugin) PreFilter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *filterPlugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	list, _ := p.adapter.nodeList(nodes)
 	size := judgeChunk
 	if p.fns.wholeList {
 		size = len(list.views)
 	}
-	state.Write(p.key, newVerdicts(list, size))
+	vs := newVerdicts(list, size)
+	if d := p.adapter.decisions; d != nil {
+		vs.explain = p.fns.explain(p.name, "filter")
+		d.add(decision{time: time.Now(), pod: podKey(pod), agent: p.fns.agent, function: p.name, verb: "filter", verdicts: vs})
+	}
+	state.Write(p.key, vs)
 	return nil, nil
 }
 
@@ -169,7 +175,24 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		return min(max(list[i], 0), framework.MaxScore) * scoreScale
 	}))
 	p.fns.ran.Store(true)
+	if d := p.adapter.decisions; d != nil {
+		p.keepScores(ctx, d, pod, views, list)
+	}
 	return nil
+}
+
+// keepScores keeps a decision of the prioritizer: the agent's scores (0..10) of views, and
+// what it saw of each.
+func (p *scorePlugin) keepScores(ctx context.Context, d *Decisions, pod *corev1.Pod, views []*corev1.Node, list []int64) {
+	x := decision{time: time.Now(), pod: podKey(pod), agent: p.fns.agent, function: p.name, verb: "prioritize",
+		names: make([]string, len(views)), scores: make([]int64, len(views))}
+	for i, n := range views {
+		x.names[i], x.scores[i] = n.Name, min(max(list[i], 0), framework.MaxScore)
+	}
+	if ex := p.fns.explain(p.name, "prioritize"); ex != nil {
+		x.inputs = ex(ctx, pod, views)
+	}
+	d.add(x)
 }
 
 // feasibleKey is the CycleState key of the views of the feasible nodes, which the first of the

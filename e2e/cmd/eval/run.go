@@ -285,7 +285,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	go exporter.Serve(ln)
 	t.Cleanup(func() { exporter.Close() })
 	prom := startPrometheus(t, rc.PrometheusBin, ln.Addr().String())
-	startAnnotator(t, c, rc, prom)
+	startAnnotator(t, c, rc, prom, s.Annotator)
 
 	// The scheduler.
 	schedName := labSchedulerName
@@ -513,8 +513,8 @@ func sidecarEnv(rc RunConfig, d *harness.Deployment, extra map[string]map[string
 }
 
 // startAnnotator applies yamlfiles/node-annotator.yaml and runs the annotator as its service
-// account, with annotatorEnv.
-func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string) {
+// account, with annotatorEnv and the durations of override (simulated time).
+func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string, override map[string]time.Duration) {
 	t.Helper()
 	root, _ := harness.RepoRoot()
 	c.ApplyFile(t, filepath.Join(root, "yamlfiles", "node-annotator.yaml"), false)
@@ -522,7 +522,11 @@ func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string) 
 		"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")
 	port := harness.MustFreePort(t)
 	env := []string{"KUBECONFIG=" + kubeconfig, "HTTP_PORT=127.0.0.1:" + strconv.Itoa(port)}
-	for k, v := range annotatorEnv(rc, prom) {
+	vars := annotatorEnv(rc, prom)
+	for k, d := range override {
+		vars[k] = rc.scaled(d)
+	}
+	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
 	p := harness.StartProcess(t, "node-annotator", harness.LogDir(t), rc.AnnotatorBin, env)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -20,6 +21,9 @@ type Scheduler struct {
 	File    string
 	Env     map[string]map[string]string
 	Plugins []string
+	// Annotator overrides durations of the node annotator's configuration (annotatorEnv), in
+	// simulated time: variants of the statistics safe reads.
+	Annotator map[string]time.Duration
 }
 
 // labSchedulerName is the profile of the kube-scheduler configurations below.
@@ -60,6 +64,12 @@ var Schedulers = []Scheduler{
         weight: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
+	{Name: "safe-arrivals", About: "safe, SAFE_PLACED=arrivals: the pods placed since the statistics counted, not the growth of the requests",
+		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFE_PLACED": "arrivals"}}},
+	{Name: "safe-w1h", About: "safe, the annotator's statistics over a 1 h window (STATS_WINDOW) instead of 6 h",
+		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": time.Hour}},
+	{Name: "safe-w30m", About: "safe, statistics over 30 min computed every minute (STATS_WINDOW, STATS_INTERVAL) instead of 6 h every 5 min",
+		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": 30 * time.Minute, "STATS_INTERVAL": time.Minute}},
 	{Name: "pigeon-abp", About: "extender: yamlfiles/extender.pigeon.yaml, A_BINPACK", File: "extender.pigeon.yaml", Env: pigeon("A_BINPACK")},
 	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE", File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE")},
 	{Name: "pigeon-cons", About: "extender: yamlfiles/extender.pigeon.yaml, CONSOLIDATE", File: "extender.pigeon.yaml", Env: pigeon("CONSOLIDATE")},
