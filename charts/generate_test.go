@@ -210,6 +210,7 @@ func schema(ag map[string]chartAgent) map[string]any {
 					"podGroupRejectPercentage":      map[string]any{"type": "integer", "minimum": 0, "maximum": 100, "description": "keep a group's waiting members while at most this percentage of its minimum is missing"},
 				}),
 				"quorumProfile": str("plugin mode: a second profile of this name with the gang plugin (quorum) in place of pod-group; empty: none"),
+				"decisionsKept": map[string]any{"type": "integer", "minimum": 0, "maximum": 100000, "description": "plugin mode: DECISIONS_KEPT, the plugins' last decisions kept for extender explain --scheduler (0: none)"},
 			}),
 			"nodeAnnotator":     obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "env": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "the annotator's settings, by environment variable (annotator/README.md)"}, "resources": k8s("")}),
 			"crds":              obj(map[string]any{"podGroup": map[string]any{"type": "boolean"}, "tasPolicy": map[string]any{"type": "boolean"}}),

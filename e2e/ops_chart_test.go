@@ -194,6 +194,7 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["extender/safe+congestion combined"] = []string{"agents.congestion.enabled=true", "combined.enabled=true"}
 	cases["extender/template without cluster access"] = []string{"agents.safe.enabled=false", "agents.template.enabled=true", "agents.template.nodeCacheCapable=false", "agents.template.clusterAccess=none"}
 	cases["plugin/gang+quorum profile"] = []string{"mode=plugin", "agents.gang.enabled=true", "plugin.quorumProfile=quorum-scheduler", "plugin.podGroupArgs.podGroupRejectPercentage=10"}
+	cases["plugin/decisions kept"] = []string{"mode=plugin", "plugin.decisionsKept=500"}
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
 		out, err := render(t, sets...)
@@ -284,6 +285,8 @@ func TestChartRefusesNonsense(t *testing.T) {
 		{[]string{"mode=plugin", "combined.enabled=true"}, "combined is extender mode only"},
 		{[]string{"mode=plugin", "agents.safe.nodeCacheCapable=false"}, "agents.safe.nodeCacheCapable and agents.safe.clusterAccess are extender mode only"},
 		{[]string{"plugin.quorumProfile=q"}, "plugin.quorumProfile is plugin mode only"},
+		{[]string{"plugin.decisionsKept=10"}, "plugin.decisionsKept is plugin mode only"},
+		{[]string{"mode=plugin", "plugin.decisionsKept=-1"}, "decisionsKept"},
 		{[]string{"agents.safe.clusterAccess=none"}, "agents.safe.clusterAccess none needs agents.safe.nodeCacheCapable: false"},
 		{[]string{"agents.safe.clusterAccess=sometimes"}, "clusterAccess"},
 		{[]string{"tls.enabled=true", "tls.serverSecret=s", "tls.clientSecret=c", "tls.minVersion=1.1"}, "minVersion"},

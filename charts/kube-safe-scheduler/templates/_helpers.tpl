@@ -64,6 +64,9 @@ has already rejected unknown keys and wrong types; these are the combinations it
 {{- fail (printf "agents.%s.clusterAccess none needs agents.%s.nodeCacheCapable: false: without cluster access the sidecar has no node cache, the scheduler must send whole nodes" $name $name) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (ne .Values.mode "plugin") (gt (int .Values.plugin.decisionsKept) 0) -}}
+{{- fail "plugin.decisionsKept is plugin mode only (extender sidecars keep their last 1000 decisions by default, DECISIONS_KEPT): set mode: plugin" -}}
+{{- end -}}
 {{- if and (ne .Values.mode "plugin") .Values.plugin.quorumProfile -}}
 {{- fail "plugin.quorumProfile is plugin mode only (the gang plugin): set mode: plugin, or enable agents.gang in extender mode" -}}
 {{- end -}}
