@@ -218,3 +218,16 @@ by the kubelet's httpGet; the image has no shell, the extender probes itself).
 {{- end -}}
 {{- $all -}}
 {{- end -}}
+
+{{/* The profile's NodeResourcesFit scoring strategy (scoringStrategy), a pluginConfig entry. */}}
+{{- define "kss.scoringStrategy" }}
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy:
+            type: {{ .Values.scoringStrategy }}
+            resources:
+            - name: cpu
+              weight: 1
+            - name: memory
+              weight: 1
+{{- end }}

@@ -303,6 +303,11 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 				t.Fatalf("%v", err)
 			}
 		}
+		if s.DefaultScoring {
+			if d, err = dropPluginConfig(d); err != nil {
+				t.Fatalf("%v", err)
+			}
+		}
 		if schedName, err = profileName(d.SchedulerConfig); err != nil {
 			t.Fatalf("%s: %v", s.File, err)
 		}

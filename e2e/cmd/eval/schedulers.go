@@ -24,6 +24,9 @@ type Scheduler struct {
 	// Annotator overrides durations of the node annotator's configuration (annotatorEnv), in
 	// simulated time: variants of the statistics safe reads.
 	Annotator map[string]time.Duration
+	// DefaultScoring drops the profile's pluginConfig (extender.pigeon.yaml's MostAllocated), as
+	// its header says to for LOAD_BALANCE.
+	DefaultScoring bool
 }
 
 // labSchedulerName is the profile of the kube-scheduler configurations below.
@@ -71,7 +74,8 @@ var Schedulers = []Scheduler{
 	{Name: "safe-w30m", About: "safe, statistics over 30 min computed every minute (STATS_WINDOW, STATS_INTERVAL) instead of 6 h every 5 min",
 		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": 30 * time.Minute, "STATS_INTERVAL": time.Minute}},
 	{Name: "pigeon-abp", About: "extender: yamlfiles/extender.pigeon.yaml, A_BINPACK", File: "extender.pigeon.yaml", Env: pigeon("A_BINPACK")},
-	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE", File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE")},
+	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE, its pluginConfig (MostAllocated) removed as the file says",
+		File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE"), DefaultScoring: true},
 	{Name: "pigeon-cons", About: "extender: yamlfiles/extender.pigeon.yaml, CONSOLIDATE", File: "extender.pigeon.yaml", Env: pigeon("CONSOLIDATE")},
 	{Name: "reward", About: "extender: yamlfiles/extender.reward.yaml as shipped", File: "extender.reward.yaml"},
 	{Name: "gang", About: "extender: yamlfiles/extender.gang.yaml as shipped", File: "extender.gang.yaml"},
@@ -118,6 +122,28 @@ func keepPlugins(d *harness.Deployment, keep []string) (*harness.Deployment, err
 		return nil, fmt.Errorf("%s does not enable all of %v under multiPoint", d.Source, keep)
 	}
 	mp["enabled"] = enabled
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	copied := *d
+	copied.SchedulerConfig = out
+	return &copied, nil
+}
+
+// dropPluginConfig returns d with its first profile's pluginConfig removed: kube-scheduler's
+// default scoring.
+func dropPluginConfig(d *harness.Deployment) (*harness.Deployment, error) {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(d.SchedulerConfig, &cfg); err != nil {
+		return nil, err
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) == 0 {
+		return nil, fmt.Errorf("%s: no profile", d.Source)
+	}
+	profile, _ := profiles[0].(map[string]any)
+	delete(profile, "pluginConfig")
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, err
