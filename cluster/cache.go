@@ -52,6 +52,13 @@ type Cache struct {
 	// alloc holds each node's summed requests. A map stored here is never modified again
 	// (updates store a new map), so Allocated can hand it out without copying.
 	alloc map[string]framework.Amounts
+	// onNode holds the pods counted in alloc by node, then by cache key, and podsGen each
+	// node's generation of them (NodePods): lastGen is the last generation given out, so that a
+	// generation is never given to two different sets of pods; a node without pods has none
+	// (generation 0, always the empty set).
+	onNode  map[string]map[string]*corev1.Pod
+	podsGen map[string]int64
+	lastGen int64
 
 	startOnce sync.Once
 	events    events
@@ -63,7 +70,10 @@ type podShare struct {
 	amounts framework.Amounts
 }
 
-var _ framework.Cluster = (*Cache)(nil)
+var (
+	_ framework.Cluster  = (*Cache)(nil)
+	_ framework.NodePods = (*Cache)(nil)
+)
 
 // Connect builds the Cache for cfg, or returns nil (and no error) when cfg gives no cluster
 // access. userAgent identifies the program to the API server.
@@ -104,6 +114,8 @@ func newCache(client kubernetes.Interface, dyn dynamic.Interface, log *logrus.En
 		health:       health,
 		contribution: map[string]podShare{},
 		alloc:        map[string]framework.Amounts{},
+		onNode:       map[string]map[string]*corev1.Pod{},
+		podsGen:      map[string]int64{},
 		factory:      informers.NewSharedInformerFactory(client, 0),
 	}
 	if dyn != nil {
@@ -170,7 +182,7 @@ func (s *Cache) Dynamic() dynamicinformer.DynamicSharedInformerFactory { return 
 // informer factories, client, client configuration and a recorder of events whose source is
 // component.
 func (s *Cache) Handle(h framework.Handle, component string) framework.Handle {
-	h.Cluster, h.Informers, h.Dynamic, h.Client, h.Events = s, s.factory, s.dynamic, s.client, s.Events(component)
+	h.Cluster, h.NodePods, h.Informers, h.Dynamic, h.Client, h.Events = s, s, s.factory, s.dynamic, s.client, s.Events(component)
 	h.KubeConfig = s.RESTConfig()
 	return h
 }
@@ -262,6 +274,53 @@ func (s *Cache) Allocated(node string) framework.Amounts {
 	return a
 }
 
+// PodsGeneration implements framework.NodePods.
+func (s *Cache) PodsGeneration(node string) int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.podsGen[node]
+}
+
+// PodsOn implements framework.NodePods: the pods that Allocated counts for node.
+func (s *Cache) PodsOn(node string) ([]*corev1.Pod, int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	pods := s.onNode[node]
+	if len(pods) == 0 {
+		return nil, s.podsGen[node]
+	}
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p)
+	}
+	return out, s.podsGen[node]
+}
+
+// indexLocked records p (key) on node, replacing an older version of it.
+func (s *Cache) indexLocked(node, key string, p *corev1.Pod) {
+	pods := s.onNode[node]
+	if pods == nil {
+		pods = map[string]*corev1.Pod{}
+		s.onNode[node] = pods
+	}
+	pods[key] = p
+	s.lastGen++
+	s.podsGen[node] = s.lastGen
+}
+
+// unindexLocked removes key from node's pods.
+func (s *Cache) unindexLocked(node, key string) {
+	pods := s.onNode[node]
+	delete(pods, key)
+	if len(pods) == 0 {
+		delete(s.onNode, node)
+		delete(s.podsGen, node)
+		return
+	}
+	s.lastGen++
+	s.podsGen[node] = s.lastGen
+}
+
 func terminated(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
@@ -297,6 +356,13 @@ func (s *Cache) podChanged(obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, counted := s.contribution[key]
+	// The pod index follows every change of a counted pod (its conditions, say).
+	if counted && (!counts || prev.node != next.node) {
+		s.unindexLocked(prev.node, key)
+	}
+	if counts {
+		s.indexLocked(next.node, key, p)
+	}
 	if counted && counts && prev.node == next.node && maps.Equal(prev.amounts, next.amounts) {
 		return // a status or label change: the allocation stays
 	}
@@ -318,6 +384,7 @@ func (s *Cache) podDeleted(obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if prev, counted := s.contribution[key]; counted {
+		s.unindexLocked(prev.node, key)
 		s.addLocked(prev.node, prev.amounts, -1)
 		delete(s.contribution, key)
 	}

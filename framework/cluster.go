@@ -33,3 +33,18 @@ type Cluster interface {
 	// Pods returns the non-terminated pods in the cache, bound or not, in no particular order.
 	Pods() []*corev1.Pod
 }
+
+// NodePods gives the pods on one node without walking every pod of the cluster, for an agent
+// whose work per node reads that node's pods (safe's load placed since a node's statistics).
+// The extender's cache (package cluster) and plugin mode's snapshot implement it;
+// Handle.NodePods hands it to agents. Returned pods are shared: never modify them.
+type NodePods interface {
+	// PodsGeneration returns a number that changes whenever a pod is added to the node,
+	// removed from it or updated on it (and never comes back to an older set of pods): an
+	// agent that derived something from PodsOn's pods at one generation may reuse it while
+	// the generation is the same.
+	PodsGeneration(node string) int64
+	// PodsOn returns the non-terminated pods bound to node (in plugin mode, also those the
+	// scheduler has assumed on it), in no particular order, and their generation.
+	PodsOn(node string) (pods []*corev1.Pod, generation int64)
+}

@@ -28,6 +28,9 @@ type Handle struct {
 	// Cluster is the read-only view of the cluster (nodes, pods, each node's allocation) for
 	// use while judging a pod, in a filter or prioritize function.
 	Cluster Cluster
+	// NodePods gives the pods on one node (nil without cluster access): the same pods as
+	// Cluster's, indexed by node.
+	NodePods NodePods
 	// Informers is the process's shared informer factory: one informer per resource per
 	// process. Its pod informer is the one the program already runs (non-terminated pods only:
 	// a pod that turns Succeeded or Failed arrives as a deletion, as in kube-scheduler), and so

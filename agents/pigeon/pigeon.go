@@ -34,7 +34,10 @@ type Agent struct {
 	// cluster, when not nil, gives node usage and the system of nodes; nil means the agent
 	// reads usage from node annotations and the system is the request's nodes.
 	cluster framework.Cluster
-	log     *logrus.Entry
+	// pods, when not nil, tells when a node's pods (so its Allocated) change: the system of
+	// nodes is then kept between calls (system) and only its changed nodes read again.
+	pods framework.NodePods
+	log  *logrus.Entry
 	// capacities memoizes each node's allocatable in the agent's units: converting quantities
 	// was a quarter of a call at 5000 nodes.
 	capacities framework.NodeMemo[vec]
@@ -45,6 +48,11 @@ type Agent struct {
 	seen  *seenSet
 	// seeded tells that stats hold the cluster's pods already.
 	seeded bool
+
+	// sysMu serializes the calls that use system (kube-scheduler asks about one pod at a
+	// time), from gather to the end of evaluate.
+	sysMu  sync.Mutex
+	system *systemMemo
 }
 
 var _ framework.Agent = (*Agent)(nil)
@@ -64,6 +72,9 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	}
 	cluster, log := h.Cluster, h.Log
 	a := &Agent{cfg: cfg, res: newResources(cfg), cluster: cluster, log: log, seen: newSeenSet(seenBound)}
+	if cluster != nil {
+		a.pods = h.NodePods
+	}
 	log.WithFields(logrus.Fields{
 		"objective": cfg.Objective, "resources": a.res.names[:cfg.NumResources],
 		"primeResource": a.res.names[cfg.ResourceIndex], "clusterAccess": cluster != nil,
@@ -89,6 +100,10 @@ func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.N
 	demand := a.res.demand(pod)
 	synced := a.cluster != nil && a.cluster.HasSynced()
 	stats := a.observe(pod, &demand, synced)
+	if synced && a.pods != nil {
+		a.sysMu.Lock()
+		defer a.sysMu.Unlock()
+	}
 	sys, cands := a.gather(nodes, synced)
 	avgCap := averageCapacity(m, sys)
 	demandCV := stats.coefVar(m, &avgCap)
@@ -174,14 +189,20 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 		return sys, cands
 	}
 	all := a.cluster.Nodes()
-	sys := make([]nodeState, 0, len(all))
-	index := make(map[string]int, len(all))
-	for _, n := range all {
-		if n.Spec.Unschedulable {
-			continue
+	var sys []nodeState
+	var index map[string]int
+	if a.pods != nil {
+		sys, index = a.systemOf(all)
+	} else {
+		sys = make([]nodeState, 0, len(all))
+		index = make(map[string]int, len(all))
+		for _, n := range all {
+			if n.Spec.Unschedulable {
+				continue
+			}
+			index[n.Name] = len(sys)
+			sys = append(sys, nodeState{capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
 		}
-		index[n.Name] = len(sys)
-		sys = append(sys, nodeState{capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
 	}
 	for i, n := range nodes {
 		if k, ok := index[n.Name]; ok {
@@ -197,3 +218,57 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 
 // capacity returns the node's allocatable resources in the agent's units.
 func (a *Agent) capacity(n *corev1.Node) vec { return a.capacities.Get(n, a.res.capacity) }
+
+// systemMemo is the system of nodes gathered from the cluster's node list for the last call,
+// with what each node was read at: its name, resourceVersion (capacity, schedulability) and
+// pods' generation (usage), by position in the list.
+type systemMemo struct {
+	names, versions []string
+	generations     []int64
+	// at is each listed node's position in sys, -1 for an unschedulable node.
+	at    []int
+	sys   []nodeState
+	index map[string]int
+}
+
+// systemOf returns the system of the schedulable nodes of all, in their order, and their
+// positions by name: what gather builds without NodePods. It keeps the system between calls
+// and reads again only the usage of the nodes whose pods changed; a list of other nodes, in
+// another order, or a node changed or without a resourceVersion builds it anew. The caller
+// holds sysMu until it no longer reads the result.
+func (a *Agent) systemOf(all []*corev1.Node) ([]nodeState, map[string]int) {
+	m := a.system
+	same := m != nil && len(m.names) == len(all)
+	for i := 0; same && i < len(all); i++ {
+		n := all[i]
+		same = n.Name == m.names[i] && n.ResourceVersion != "" && n.ResourceVersion == m.versions[i]
+	}
+	if !same {
+		m = &systemMemo{names: make([]string, len(all)), versions: make([]string, len(all)),
+			generations: make([]int64, len(all)), at: make([]int, len(all)), index: make(map[string]int, len(all))}
+		for i, n := range all {
+			m.names[i], m.versions[i], m.at[i] = n.Name, n.ResourceVersion, -1
+			if n.Spec.Unschedulable {
+				continue
+			}
+			// The generation is read before the usage: a change between the two is read again
+			// at the next call.
+			m.generations[i] = a.pods.PodsGeneration(n.Name)
+			m.at[i] = len(m.sys)
+			m.index[n.Name] = len(m.sys)
+			m.sys = append(m.sys, nodeState{capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
+		}
+		a.system = m
+		return m.sys, m.index
+	}
+	for i, n := range all {
+		if m.at[i] < 0 {
+			continue
+		}
+		if g := a.pods.PodsGeneration(n.Name); g != m.generations[i] {
+			m.generations[i] = g
+			m.sys[m.at[i]].use = a.res.fromAmounts(a.cluster.Allocated(n.Name))
+		}
+	}
+	return m.sys, m.index
+}

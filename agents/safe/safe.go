@@ -16,6 +16,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -239,6 +240,10 @@ type Agent struct {
 	// cluster is the cluster view (nil without cluster access): it gives the requests of a
 	// node without statistics and the pods placed since a node's statistics.
 	cluster framework.Cluster
+	// pods gives the pods on one node (nil: placeSince walks every pod of cluster), and
+	// placedMemo the load placed since each node's statistics, by its pods' generation.
+	pods       framework.NodePods
+	placedMemo placedMemo
 	// share is PlacedShare as a fraction.
 	share float64
 	// growth: the placed load is the growth of the requests when the node says them (PlacedGrowth).
@@ -267,6 +272,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		now:    time.Now,
 
 		cluster: h.Cluster,
+		pods:    h.NodePods,
 		share:   float64(cfg.PlacedShare) / 100,
 		growth:  cfg.Placed == PlacedGrowth,
 	}
@@ -389,8 +395,10 @@ type call struct {
 	now time.Time
 	// stale counts the nodes with stale statistics (chunks add to it concurrently).
 	stale atomic.Int64
-	// placed holds, by node name, the load placed since the node's statistics (nil: none).
-	placed map[string]load
+	// placed holds, by node name, the load placed since the node's statistics (nil: none),
+	// when the agent has no NodePods; with one, indexed tells to look it up per node.
+	placed  map[string]load
+	indexed bool
 }
 
 func (a *Agent) newCall(pod *corev1.Pod) *call {
@@ -411,8 +419,16 @@ func (a *Agent) done(key string, c *call) {
 // one (assumed, or just bound) counts as placed now. The statistics cannot hold the usage of
 // such pods: between two refreshes the node would look as idle as before, however many pods
 // it received (the hot spot of every load-aware scheduler).
+//
+// With NodePods (the extender's cache, plugin mode) the load is looked up per node as the call
+// judges it (placedOn), so a call costs per node asked about, not per pod of the cluster;
+// without, this walks every pod once per call.
 func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	if a.cluster == nil || a.share <= 0 {
+		return
+	}
+	if a.pods != nil {
+		c.indexed = true
 		return
 	}
 	stamps := make(map[string]time.Time, len(nodes))
@@ -425,22 +441,103 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	if len(stamps) == 0 {
 		return
 	}
-	c.placed = map[string]load{}
+	sums := map[string]*placedSum{}
 	for _, p := range a.cluster.Pods() {
 		at, ok := stamps[p.Spec.NodeName]
-		if !ok || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !ok {
 			continue
 		}
-		if t, known := placedAt(p); known && !t.After(at) {
-			continue
+		sum := sums[p.Spec.NodeName]
+		if sum == nil {
+			sum = &placedSum{}
+			sums[p.Spec.NodeName] = sum
 		}
-		cpu, memory := framework.CPUMemoryRequests(p)
-		l := c.placed[p.Spec.NodeName]
-		l.cpu += a.share * float64(cpu)
-		l.memory += a.share * float64(memory)
-		l.pods++
-		c.placed[p.Spec.NodeName] = l
+		sum.add(p, at)
 	}
+	c.placed = make(map[string]load, len(sums))
+	for node, sum := range sums {
+		c.placed[node] = sum.load(a.share)
+	}
+}
+
+// placedSum sums the requests of the pods placed on one node after its statistics, in
+// integers (so that the sum does not depend on the pods' order).
+type placedSum struct {
+	cpu, memory int64
+	pods        int
+}
+
+// add counts p if it is placed after at (see placeSince) and not terminated.
+func (s *placedSum) add(p *corev1.Pod, at time.Time) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	if t, known := placedAt(p); known && !t.After(at) {
+		return
+	}
+	cpu, memory := framework.CPUMemoryRequests(p)
+	s.cpu += cpu
+	s.memory += memory
+	s.pods++
+}
+
+// load is share of the sum.
+func (s *placedSum) load(share float64) load {
+	if s.pods == 0 {
+		return load{}
+	}
+	return load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods}
+}
+
+// placedLoad returns the load placed on n since its statistics (in: n's inputs) for call c.
+func (a *Agent) placedLoad(n *corev1.Node, in *nodeInputs, c *call) load {
+	if !c.indexed {
+		return c.placed[n.Name]
+	}
+	if !(in.cpu.measured || in.memory.measured) || !in.stamp.readable {
+		return load{}
+	}
+	return a.placedOn(n.Name, in.stamp.at)
+}
+
+// placedMemo remembers, per node, the load placed since its statistics-timestamp at one
+// generation of its pods: the statistics change every few minutes and the node's pods with
+// each placement, while the scheduler asks about the node for every pod.
+type placedMemo struct {
+	m      sync.Map // node name -> *placedEntry
+	stores atomic.Int64
+}
+
+type placedEntry struct {
+	generation int64
+	at         time.Time
+	l          load
+}
+
+// maxPlacedNodes bounds placedMemo; past it, the memo starts over.
+const maxPlacedNodes = 1 << 17
+
+// placedOn returns the load placed on node after at, from the memo while neither the node's
+// pods nor at has changed.
+func (a *Agent) placedOn(node string, at time.Time) load {
+	generation := a.pods.PodsGeneration(node)
+	if e, ok := a.placedMemo.m.Load(node); ok {
+		if e := e.(*placedEntry); e.generation == generation && e.at.Equal(at) {
+			return e.l
+		}
+	}
+	pods, generation := a.pods.PodsOn(node)
+	var sum placedSum
+	for _, p := range pods {
+		sum.add(p, at)
+	}
+	e := &placedEntry{generation: generation, at: at, l: sum.load(a.share)}
+	if a.placedMemo.stores.Add(1) > maxPlacedNodes {
+		a.placedMemo.m.Clear()
+		a.placedMemo.stores.Store(0)
+	}
+	a.placedMemo.m.Store(node, e)
+	return e.l
 }
 
 // placedAt returns when pod was bound to its node: its PodScheduled condition's
@@ -468,13 +565,15 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 			cpuIn, memoryIn = &resourceInputs{}, &resourceInputs{}
 		}
 	}
-	l := c.placed[n.Name]
+	var l load
 	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
 		// The requests grown since the statistics (pods placed, less pods gone): the usage of
 		// pods that left is still in the statistics, so their requests are counted off.
 		alloc := a.cluster.Allocated(n.Name)
 		l = load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
 			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
+	} else {
+		l = a.placedLoad(n, &in, c)
 	}
 	if f.stale {
 		l = load{}

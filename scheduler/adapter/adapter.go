@@ -349,7 +349,8 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 // informer factory over that configuration. A field the framework handle lacks (tests build
 // frameworks with a client only) stays nil.
 func (a *Adapter) agentHandle(ctx context.Context, fh fwk.Handle, log klog.Logger) (framework.Handle, error) {
-	h := framework.Handle{Log: logrusTo(log), Cluster: newSnapshotCluster(fh, a)}
+	sc := newSnapshotCluster(fh, a)
+	h := framework.Handle{Log: logrusTo(log), Cluster: sc, NodePods: sc}
 	if c := fh.ClientSet(); c != nil {
 		h.Client = c
 	}

@@ -38,7 +38,10 @@ type allocEntry struct {
 	amounts    framework.Amounts
 }
 
-var _ framework.Cluster = (*snapshotCluster)(nil)
+var (
+	_ framework.Cluster  = (*snapshotCluster)(nil)
+	_ framework.NodePods = (*snapshotCluster)(nil)
+)
 
 func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
 	return &snapshotCluster{fh: fh, adapter: a}
@@ -100,6 +103,46 @@ func (c *snapshotCluster) Pods() []*corev1.Pod {
 		}
 	}
 	return out
+}
+
+// PodsGeneration implements framework.NodePods: the NodeInfo's generation, which the scheduler
+// bumps on every change of the node or of its pods (assumed ones included).
+func (c *snapshotCluster) PodsGeneration(node string) int64 {
+	ni := c.nodeInfo(node)
+	if ni == nil {
+		return 0
+	}
+	return ni.GetGeneration()
+}
+
+// PodsOn implements framework.NodePods: the pods of the node's NodeInfo, bound or assumed.
+func (c *snapshotCluster) PodsOn(node string) ([]*corev1.Pod, int64) {
+	ni := c.nodeInfo(node)
+	if ni == nil {
+		return nil, 0
+	}
+	infos := ni.GetPods()
+	if len(infos) == 0 {
+		return nil, ni.GetGeneration()
+	}
+	out := make([]*corev1.Pod, len(infos))
+	for i, p := range infos {
+		out[i] = p.GetPod()
+	}
+	return out, ni.GetGeneration()
+}
+
+// nodeInfo returns the snapshot's NodeInfo of node, nil when it has none.
+func (c *snapshotCluster) nodeInfo(node string) fwk.NodeInfo {
+	l := c.nodeInfos()
+	if l == nil {
+		return nil
+	}
+	ni, err := l.Get(node)
+	if err != nil || ni == nil {
+		return nil
+	}
+	return ni
 }
 
 // Allocated implements framework.Cluster: the NodeInfo's requested resources (cpu in
