@@ -24,6 +24,9 @@ type Scheduler struct {
 	// Annotator overrides durations of the node annotator's configuration (annotatorEnv), in
 	// simulated time: variants of the statistics safe reads.
 	Annotator map[string]time.Duration
+	// Trimaran runs Config with the lab's scheduler (e2e/cmd/lab-scheduler: kube-scheduler with
+	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
+	Trimaran bool
 }
 
 // labSchedulerName is the profile of the kube-scheduler configurations below.
@@ -62,6 +65,31 @@ var Schedulers = []Scheduler{
       enabled:
       - name: NodeResourcesBalancedAllocation
         weight: 1
+`},
+	{Name: "trimaran-tlp", About: "scheduler-plugins' Trimaran TargetLoadPacking (target 40 %, 1.5 x requests) replacing LeastAllocated and BalancedAllocation, as its sample configuration; 15 min statistics from Prometheus every minute",
+		Trimaran: true, Config: configHead + `  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+      - name: NodeResourcesFit
+      enabled:
+      - name: TargetLoadPacking
+  pluginConfig:
+  - name: TargetLoadPacking
+    args:
+      targetUtilization: 40
+      defaultRequestsMultiplier: "1.5"
+`},
+	{Name: "trimaran-lvrb", About: "scheduler-plugins' Trimaran LoadVariationRiskBalancing (margin 1, sensitivity 1) beside the default scores, as its sample configuration; 15 min statistics from Prometheus every minute",
+		Trimaran: true, Config: configHead + `  plugins:
+    score:
+      enabled:
+      - name: LoadVariationRiskBalancing
+  pluginConfig:
+  - name: LoadVariationRiskBalancing
+    args:
+      safeVarianceMargin: 1
+      safeVarianceSensitivity: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
 	{Name: "safe-w1h", About: "safe, the annotator's statistics over a 1 h window (STATS_WINDOW) instead of 6 h",

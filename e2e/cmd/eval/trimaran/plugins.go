@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/yaml"
 )
@@ -177,7 +178,7 @@ func (pl *TargetLoadPacking) predictPod(pod *v1.Pod) int64 {
 // bound since the metrics (missingCPU), over the node's cpu capacity; with target T:
 // U <= T scores round((100-T) U/T + T); T < U <= 100 scores round(T (100-U)/(100-T));
 // U > 100 scores 0; a node without statistics scores 0.
-func (pl *TargetLoadPacking) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+func (pl *TargetLoadPacking) Score(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	node := ni.Node()
 	all := pl.collector.Latest()
 	metrics := all.NodeMetrics(node)
@@ -198,7 +199,10 @@ func (pl *TargetLoadPacking) Score(_ context.Context, _ fwk.CycleState, pod *v1.
 	capMilli := float64(node.Status.Capacity.Cpu().MilliValue())
 	utilMilli := util / 100 * capMilli
 	missing := pl.cache.missingCPU(node.Name, all.Window.End, pl.predictPod)
-	return tlpScore(pl.target, capMilli, utilMilli+float64(cur)+float64(missing)), nil
+	score := tlpScore(pl.target, capMilli, utilMilli+float64(cur)+float64(missing))
+	klog.FromContext(ctx).V(1).Info("TargetLoadPacking", "pod", klog.KObj(pod), "node", node.Name,
+		"utilPercent", util, "podMilli", cur, "missingMilli", missing, "score", score)
+	return score, nil
 }
 
 // tlpScore is the end of targetloadpacking.go Score: the score of a node of capMilli cpu with
@@ -354,7 +358,7 @@ func computeScore(rs resourceStats, margin, sensitivity float64) float64 {
 // Score is loadvariationriskbalancing.go Score: the cpu and memory scores of computeScore, the
 // lower of the two when both have statistics, else the one that has (0 when none has); a
 // node without statistics scores 0. Pods bound since the statistics are not counted.
-func (pl *LoadVariationRiskBalancing) Score(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
+func (pl *LoadVariationRiskBalancing) Score(ctx context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) (int64, *fwk.Status) {
 	node := ni.Node()
 	metrics := pl.collector.Latest().NodeMetrics(node)
 	if metrics == nil {
@@ -374,5 +378,7 @@ func (pl *LoadVariationRiskBalancing) Score(_ context.Context, _ fwk.CycleState,
 	if cpuOK && memOK {
 		total = min(cpuScore, memScore)
 	}
+	klog.FromContext(ctx).V(1).Info("LoadVariationRiskBalancing", "pod", klog.KObj(pod), "node", node.Name,
+		"cpuUsedAvg", cpuStats.usedAvg, "cpuUsedStdev", cpuStats.usedStdev, "cpuScore", cpuScore, "memoryScore", memScore, "score", math.Round(total))
 	return int64(math.Round(total)), nil
 }

@@ -290,8 +290,12 @@ func StartCollector(ctx context.Context, s Settings) *Collector {
 			return
 		}
 		c.mu.Lock()
+		first := c.latest == nil
 		c.latest = m
 		c.mu.Unlock()
+		if first {
+			logger.Info("trimaran: first statistics from Prometheus", "nodes", len(m.Nodes), "window", s.Window)
+		}
 	}
 	collect := func() {
 		c.mu.Lock()
