@@ -369,3 +369,41 @@ func BuildPluginScheduler(t T) string {
 	pluginSchedulerBin = bin
 	return bin
 }
+
+var (
+	labSchedulerMu  sync.Mutex
+	labSchedulerBin string
+)
+
+// BuildLabScheduler builds the quality lab's scheduler, kube-scheduler with the lab's Trimaran
+// plugins (e2e/cmd/lab-scheduler), stamped with the Kubernetes release e2e/go.mod pins, into
+// .cache/scheduler/lab-scheduler and returns its path. Within one process it is built once.
+// t.Fatalf reports a failed build.
+func BuildLabScheduler(t T) string {
+	t.Helper()
+	labSchedulerMu.Lock()
+	defer labSchedulerMu.Unlock()
+	if labSchedulerBin != "" {
+		return labSchedulerBin
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	src := filepath.Join(root, "e2e")
+	version, err := goOutput(t.Context(), src, "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes")
+	if err != nil {
+		t.Fatalf("the Kubernetes release e2e/go.mod pins: %v", err)
+	}
+	dir := filepath.Join(root, ".cache", "scheduler")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("%v", err)
+	}
+	bin := filepath.Join(dir, "lab-scheduler")
+	fmt.Fprintf(os.Stderr, "harness: building lab-scheduler in %s\n", src)
+	if err := goBuild(t.Context(), src, "lab-scheduler", bin, ldflags("k8s.io/kubernetes", version), "./cmd/lab-scheduler", os.Stderr); err != nil {
+		t.Fatalf("%v", err)
+	}
+	labSchedulerBin = bin
+	return bin
+}

@@ -290,7 +290,14 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	// The scheduler.
 	schedName := labSchedulerName
 	if s.Config != "" {
-		c.StartScheduler(t, harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config)})
+		opts := harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config)}
+		if s.Trimaran {
+			opts.Binary = harness.BuildLabScheduler(t)
+			for k, v := range trimaranEnv(rc, prom) {
+				opts.Env = append(opts.Env, k+"="+v)
+			}
+		}
+		c.StartScheduler(t, opts)
 	} else {
 		root, _ := harness.RepoRoot()
 		c.ApplyCRDFile(t, filepath.Join(root, "yamlfiles", "podgroup-crd.yaml"))
@@ -483,6 +490,25 @@ func annotatorEnv(rc RunConfig, prom string) map[string]string {
 		// Rates are scaled like durations: the shipped 20 patches/s (burst 40) in simulated time.
 		"PATCH_QPS": rc.rate(20), "PATCH_BURST": rc.rate(40),
 		"KUBE_API_QPS": rc.rate(20), "KUBE_API_BURST": rc.rate(40),
+	}
+}
+
+// trimaranEnv is the configuration of the lab scheduler's Trimaran plugins
+// (trimaran.SettingsFromEnv): the lab's Prometheus and free-resource series, and the periods of
+// the shipped setup in simulated time (load-watcher's 15-minute window fetched every minute,
+// the plugins' collector every 30 s, the 60 s reporting interval and 5-minute cleanup of the
+// cache of bound pods), each at least 1 s real.
+func trimaranEnv(rc RunConfig, prom string) map[string]string {
+	return map[string]string{
+		"TRIMARAN_PROMETHEUS_URL":     prom,
+		"TRIMARAN_NODE_LABEL":         "node",
+		"TRIMARAN_CPU_FREE_METRIC":    "lab_node_free_cpu_millicores",
+		"TRIMARAN_MEMORY_FREE_METRIC": "lab_node_free_memory_bytes",
+		"TRIMARAN_WINDOW":             rc.scaled(15 * time.Minute),
+		"TRIMARAN_WATCHER_INTERVAL":   rc.scaled(time.Minute),
+		"TRIMARAN_COLLECTOR_INTERVAL": rc.scaled(30 * time.Second),
+		"TRIMARAN_REPORTING_INTERVAL": rc.scaled(60 * time.Second),
+		"TRIMARAN_CACHE_CLEANUP":      rc.scaled(5 * time.Minute),
 	}
 }
 

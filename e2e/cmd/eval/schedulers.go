@@ -27,6 +27,9 @@ type Scheduler struct {
 	// DefaultScoring drops the profile's pluginConfig (extender.pigeon.yaml's MostAllocated), as
 	// its header says to for LOAD_BALANCE.
 	DefaultScoring bool
+	// Trimaran runs Config with the lab's scheduler (e2e/cmd/lab-scheduler: kube-scheduler with
+	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
+	Trimaran bool
 }
 
 // labSchedulerName is the profile of the kube-scheduler configurations below.
@@ -65,6 +68,31 @@ var Schedulers = []Scheduler{
       enabled:
       - name: NodeResourcesBalancedAllocation
         weight: 1
+`},
+	{Name: "trimaran-tlp", About: "scheduler-plugins' Trimaran TargetLoadPacking (target 40 %, 1.5 x requests) replacing LeastAllocated and BalancedAllocation, as its sample configuration; 15 min statistics from Prometheus every minute",
+		Trimaran: true, Config: configHead + `  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+      - name: NodeResourcesFit
+      enabled:
+      - name: TargetLoadPacking
+  pluginConfig:
+  - name: TargetLoadPacking
+    args:
+      targetUtilization: 40
+      defaultRequestsMultiplier: "1.5"
+`},
+	{Name: "trimaran-lvrb", About: "scheduler-plugins' Trimaran LoadVariationRiskBalancing (margin 1, sensitivity 1) beside the default scores, as its sample configuration; 15 min statistics from Prometheus every minute",
+		Trimaran: true, Config: configHead + `  plugins:
+    score:
+      enabled:
+      - name: LoadVariationRiskBalancing
+  pluginConfig:
+  - name: LoadVariationRiskBalancing
+    args:
+      safeVarianceMargin: 1
+      safeVarianceSensitivity: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
 	{Name: "safe-arrivals", About: "safe, SAFE_PLACED=arrivals: the pods placed since the statistics counted, not the growth of the requests",
