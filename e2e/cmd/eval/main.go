@@ -22,8 +22,8 @@ import (
 )
 
 // defaultOnly pairs each workload with the schedulers it is meant to compare.
-const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,plugins-safe;" +
-	"burst=defaults,most-allocated,safe,plugins-safe;reward=defaults,reward;gang=defaults,gang,plugins-gang"
+const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
+	"burst=defaults,most-allocated,safe,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
 
 func main() {
 	nodes := flag.Int("nodes", 200, "nodes in the cluster (16 cpu, 64 GiB each)")
@@ -32,7 +32,7 @@ func main() {
 	meanRun := flag.Float64("mean-run", 30, "pods' mean run time, simulated minutes")
 	speed := flag.Float64("speed", 30, "simulated seconds per real second")
 	seedList := flag.String("seeds", "1,2,3", "comma-separated seeds; each seed is one workload, the same for every scheduler")
-	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,gang,plugins-safe,plugins-gang", "comma-separated schedulers")
+	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb", "comma-separated schedulers")
 	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
 	only := flag.String("only", defaultOnly, "per-workload scheduler subsets, workload=scheduler,...;... (a workload not named runs every scheduler of -schedulers); empty: every scheduler on every workload")
 	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
