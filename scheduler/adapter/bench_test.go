@@ -21,7 +21,8 @@ import (
 // kube-scheduler does with percentageOfNodesToScore unset), then PreScore and Score on those, for the plugin sets of bench-e2e's
 // plugins modes. Realistic nodes (fixtures) carrying usage statistics as an annotator writes
 // them (fixtures.UsageStatistics) and congestion, 8 pods bound on each (for pigeon's
-// allocation).
+// allocation). The +decisions set keeps the last 1000 decisions, with what each agent saw
+// (kube-safe-scheduler's DECISIONS_KEPT): their cost.
 func BenchmarkPluginsPerPod(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{500, 2000, 5000} {
@@ -39,12 +40,20 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 				pods = append(pods, p)
 			}
 		}
-		for _, set := range []struct{ name, plugins string }{
-			{"safe-overload+congestion", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n"},
-			{"safe-overload+congestion+pigeon-holing", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n  - name: pigeon-holing\n"},
+		for _, set := range []struct {
+			name, plugins string
+			decisions     bool // the adapter keeps decisions (DECISIONS_KEPT)
+		}{
+			{"safe-overload+congestion", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n", false},
+			{"safe-overload+congestion+decisions", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n", true},
+			{"safe-overload+congestion+pigeon-holing", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n  - name: pigeon-holing\n", false},
 		} {
 			b.Run(fmt.Sprintf("%s/nodes=%d", set.name, n), func(b *testing.B) {
-				fw, snap, err := newFramework(b, newAdapter(b, agents.All...), profileYAML(set.plugins, ""), nodes, pods)
+				a := newAdapter(b, agents.All...)
+				if set.decisions {
+					a.KeepDecisions(1000)
+				}
+				fw, snap, err := newFramework(b, a, profileYAML(set.plugins, ""), nodes, pods)
 				if err != nil {
 					b.Fatal(err)
 				}
