@@ -8,7 +8,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-perf eval clean
+.PHONY: chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-memory bench-perf eval clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -97,6 +97,11 @@ bench-perf:
 ## bench-e2e: pods/s of kube-scheduler alone and with the extenders, side by side
 bench-e2e:
 	cd e2e && $(GO) run ./cmd/bench-e2e
+
+## bench-memory: RSS of the all extender watching 5000 nodes and 50,000 pods (BENCH_MEMORY_ARGS changes it)
+BENCH_MEMORY_ARGS ?= -nodes 5000 -pods 50000
+bench-memory:
+	cd e2e && $(GO) run ./cmd/bench-memory $(BENCH_MEMORY_ARGS)
 
 ## eval: the placement quality lab (docs/quality.md): every scheduler on kwok nodes, usage through
 ## Prometheus and the node annotator; a table and plots in .cache/eval/<time>. EVAL_ARGS changes it

@@ -1,0 +1,465 @@
+// Command bench-memory measures the memory of the `all` extender (every agent in one process, as
+// the shipped all image runs it) watching a large cluster: a real etcd and kube-apiserver hold
+// -nodes nodes (with the annotator's annotations) and -pods pods already bound to them and
+// running (a Deployment replica's spec: containers with requests, labels, annotations, an owner
+// reference); the extender starts, syncs its caches (its /readyz), settles, serves a few filter
+// and prioritize calls for a pod over every node, and then its resident memory (VmRSS), peak
+// resident memory (VmHWM, from /proc/<pid>/status) and Go heap in use (its /metrics) are read.
+//
+// Usage: make bench-memory, or cd e2e && go run ./cmd/bench-memory [-nodes 5000 -pods 50000].
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// Node shape: what a 32-core, 128 GiB worker reports.
+const (
+	nodeCPUMilli = 32000
+	nodeMemory   = 128 << 30
+	nodePods     = 110
+	namespaces   = 20
+	deployments  = 300
+)
+
+func main() {
+	nodes := flag.Int("nodes", 5000, "nodes in the cluster")
+	pods := flag.Int("pods", 50000, "pods bound to the nodes (spread evenly), running")
+	workers := flag.Int("workers", 32, "concurrent create calls")
+	settle := flag.Duration("settle", 20*time.Second, "wait after the extender is ready, before and after the calls")
+	calls := flag.Int("calls", 3, "rounds of calls to every filter and priority the extender serves, each for a pod over every node (0: none)")
+	agents := flag.String("agents", "safe,congestion,pigeon,gang,reward,telemetry,template", "the extender's AGENTS")
+	flag.Parse()
+	if *nodes < 1 || *pods < 0 || *workers < 1 {
+		fmt.Fprintln(os.Stderr, "bench-memory: -nodes and -workers must be at least 1, -pods at least 0")
+		os.Exit(2)
+	}
+
+	s := harness.NewSession(os.Stderr)
+	defer s.Close()
+	// No controller lifts the not-ready taint TaintNodesByCondition puts on new nodes: leave it
+	// out rather than update every node once more.
+	c := harness.StartClusterWith(s, harness.ClusterOptions{APIServerArgs: []string{
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+	}})
+	client := fastClient(s, c.Config)
+	root, err := harness.RepoRoot()
+	if err != nil {
+		s.Fatalf("%v", err)
+	}
+	// The CRDs a deployment of every agent installs (gang's PodGroup, telemetry's policy).
+	for _, f := range []string{"podgroup-crd.yaml", "telemetry-policy-crd.yaml"} {
+		c.ApplyCRDFile(s, filepath.Join(root, "yamlfiles", f))
+	}
+	ctx := s.Context()
+	for i := range namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace(i)}}
+		if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			s.Fatalf("namespace %s: %v", ns.Name, err)
+		}
+	}
+
+	// Each node's requests, for the annotator's requested-*/free-* annotations.
+	reqCPU, reqMem, count := make([]int64, *nodes), make([]int64, *nodes), make([]int64, *nodes)
+	for j := range *pods {
+		cpu, mem := podRequests(j)
+		reqCPU[j%*nodes] += cpu
+		reqMem[j%*nodes] += mem
+		count[j%*nodes]++
+	}
+	now := time.Now()
+	start := time.Now()
+	run(s, "nodes", *nodes, *workers, func(i int) error {
+		n := node(i, now, reqCPU[i], reqMem[i], count[i])
+		created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err == nil && len(created.Status.Allocatable) == 0 { // status not kept on create
+			created.Status = n.Status
+			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	run(s, "pods", *pods, *workers, func(j int) error {
+		p := pod(j, fmt.Sprintf("node-%05d", j%*nodes))
+		created, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = runningStatus(j, created, time.Now())
+		_, err = client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+	fmt.Fprintf(os.Stderr, "bench-memory: cluster filled in %s\n", time.Since(start).Round(time.Second))
+
+	bin := harness.BuildExtender(s, "all")
+	env := map[string]string{
+		"AGENTS":              *agents,
+		"KUBECONFIG":          c.Kubeconfig,
+		"LOG_LEVEL":           "INFO",
+		"COMBINED_PRIORITIES": "safe-overload=2,safe-balance=1,congestion=1",
+		"REWARD_NAMESPACE":    "kube-system",
+	}
+	if *agents == "" {
+		delete(env, "AGENTS") // every compiled-in agent that can run
+	}
+	fmt.Fprintf(os.Stderr, "bench-memory: starting the extender (AGENTS=%s)\n", *agents)
+	started := time.Now()
+	e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-all", Binary: bin, Env: env})
+	syncTime := time.Since(started)
+	fmt.Fprintf(os.Stderr, "bench-memory: extender ready (caches synced) in %s\n", syncTime.Round(100*time.Millisecond))
+	atReady := readMemory(s, e)
+
+	time.Sleep(*settle)
+	served := 0
+	if *calls > 0 {
+		served = callAll(s, e, *calls, *nodes)
+		time.Sleep(*settle)
+	}
+	m := readMemory(s, e)
+	v, err := e.Version(ctx)
+	if err != nil {
+		s.Fatalf("extender /version: %v", err)
+	}
+
+	fmt.Printf("\nThe all extender (%s) watching a real kube-apiserver, %s, %d CPUs\n\n", strings.Join(v.Agents, ","),
+		time.Now().UTC().Format("2006-01-02"), numCPU())
+	fmt.Println("| nodes | pods | RSS MiB | peak RSS (HWM) MiB | Go heap in use MiB | RSS MiB when ready | time to sync | calls served |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f s | %d |\n", *nodes, *pods, m.rss, m.hwm, m.heap, atReady.rss,
+		syncTime.Seconds(), served)
+}
+
+// memory is a process's resident memory, peak resident memory and Go heap in use, in MiB.
+type memory struct{ rss, hwm, heap float64 }
+
+func readMemory(s *harness.Session, e *harness.Extender) memory {
+	var m memory
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.Pid()))
+	if err != nil {
+		s.Fatalf("extender's memory: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			m.rss = kb / 1024
+		case "VmHWM:":
+			m.hwm = kb / 1024
+		}
+	}
+	status, body, err := e.Get(s.Context(), "/metrics")
+	if err != nil || status != 200 {
+		s.Fatalf("extender /metrics: status %d, %v", status, err)
+	}
+	m.heap = math.NaN()
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				m.heap = x / (1 << 20)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench-memory: extender RSS %.0f MiB, peak %.0f MiB, Go heap in use %.0f MiB\n", m.rss, m.hwm, m.heap)
+	return m
+}
+
+// callAll sends rounds of calls to every filter and priority the extender serves, for a pending
+// pod over every node (by name, as a nodeCacheCapable extender is called), and returns the
+// number of calls answered.
+func callAll(s *harness.Session, e *harness.Extender, rounds, nodes int) int {
+	v, err := e.Version(s.Context())
+	if err != nil {
+		s.Fatalf("extender /version: %v", err)
+	}
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%05d", i)
+	}
+	served := 0
+	for r := range rounds {
+		p := pod(1_000_000+r, "")
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+		p.UID = types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", r))
+		body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: p, NodeNames: &names})
+		if err != nil {
+			s.Fatalf("%v", err)
+		}
+		for agent, routes := range v.Routes {
+			for _, route := range routes {
+				if !strings.HasPrefix(route, "/scheduler/predicates/") && !strings.HasPrefix(route, "/scheduler/priorities/") {
+					continue
+				}
+				status, answer, err := e.Post(s.Context(), route, body)
+				if err != nil || status != 200 {
+					s.Fatalf("%s %s: status %d, %v: %s", agent, route, status, err, bytes.TrimSpace(answer))
+				}
+				served++
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "bench-memory: %d calls answered\n", served)
+	return served
+}
+
+// run calls f(0..n-1) on workers goroutines, reports progress on one line, and stops the session
+// at the first error.
+func run(s *harness.Session, what string, n, workers int, f func(i int) error) {
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	start := time.Now()
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				d := done.Load()
+				fmt.Fprintf(os.Stderr, "\rbench-memory: %s %d/%d (%.0f/s)   ", what, d, n, float64(d)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = fmt.Errorf("%s %d: %w", what, i, err) })
+					next.Store(int64(n))
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	fmt.Fprintf(os.Stderr, "\rbench-memory: %s %d/%d in %s (%.0f/s)\n", what, done.Load(), n,
+		time.Since(start).Round(time.Second), float64(done.Load())/time.Since(start).Seconds())
+	if first != nil {
+		s.Fatalf("%v", first)
+	}
+}
+
+// fastClient is an admin client whose rate limits do not bound the benchmark's own calls.
+func fastClient(s *harness.Session, cfg *rest.Config) kubernetes.Interface {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 5000, 5000
+	client, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		s.Fatalf("client: %v", err)
+	}
+	return client
+}
+
+func namespace(i int) string { return fmt.Sprintf("team-%d", i%namespaces) }
+
+// node is node number i as a kubelet registers it and a node annotator annotates it: labels of a
+// cloud node, status with conditions, addresses, system info and images, the usage statistics
+// (see usageStatistics) and the requested/free annotations of the pods on it.
+func node(i int, now time.Time, cpu, mem, pods int64) *corev1.Node {
+	name := fmt.Sprintf("node-%05d", i)
+	zone := fmt.Sprintf("eu-west-1%c", 'a'+i%3)
+	annotations := usageStatistics(i, nodeCPUMilli, nodeMemory, now)
+	for k, v := range map[string]int64{
+		"requested-cpu": cpu, "requested-memory": mem, "requested-pods": pods,
+		"free-cpu": nodeCPUMilli - cpu, "free-memory": nodeMemory - mem, "free-pods": nodePods - pods,
+	} {
+		annotations[k] = strconv.FormatInt(v, 10)
+	}
+	annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
+	annotations["template.extender/score"] = strconv.Itoa(i % 11)
+	annotations["csi.volume.kubernetes.io/nodeid"] = fmt.Sprintf(`{"ebs.csi.aws.com":"i-%017x"}`, i)
+	annotations["node.alpha.kubernetes.io/ttl"] = "0"
+	annotations["volumes.kubernetes.io/controller-managed-attach-detach"] = "true"
+	list := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(nodeCPUMilli, resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(nodeMemory, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(nodePods, resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	}
+	t := metav1.NewTime(now)
+	cond := func(typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: typ, Status: status, Reason: reason, Message: msg, LastHeartbeatTime: t, LastTransitionTime: t}
+	}
+	var images []corev1.ContainerImage
+	for k := range 8 {
+		images = append(images, corev1.ContainerImage{
+			Names:     []string{fmt.Sprintf("registry.example.com/base/image-%d@sha256:%064x", k, k), fmt.Sprintf("registry.example.com/base/image-%d:v%d", k, k)},
+			SizeBytes: int64(20+k*15) << 20,
+		})
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+				"node.kubernetes.io/instance-type": "m6i.8xlarge", "topology.kubernetes.io/region": "eu-west-1",
+				"topology.kubernetes.io/zone": zone, "template.extender/allowed": "true",
+				"nodepool": fmt.Sprintf("pool-%d", i%4),
+			},
+			Annotations: annotations,
+		},
+		Spec: corev1.NodeSpec{PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256), ProviderID: fmt.Sprintf("aws:///%s/i-%017x", zone, i)},
+		Status: corev1.NodeStatus{
+			Capacity: list, Allocatable: list.DeepCopy(), Phase: corev1.NodeRunning,
+			Conditions: []corev1.NodeCondition{
+				cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+				cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+			},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.%d.%d", i/256, i%256)},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+			NodeInfo: corev1.NodeSystemInfo{
+				MachineID: fmt.Sprintf("%032x", i), SystemUUID: fmt.Sprintf("ec2%05x-0000-0000-0000-000000000000", i), BootID: fmt.Sprintf("%032x", i+1),
+				KernelVersion: "6.1.0-27-cloud-amd64", OSImage: "Debian GNU/Linux 12 (bookworm)", ContainerRuntimeVersion: "containerd://1.7.24",
+				KubeletVersion: "v1.37.1", OperatingSystem: "linux", Architecture: "amd64",
+			},
+			Images: images,
+		},
+	}
+}
+
+// podRequests returns pod j's total cpu (millicores) and memory (bytes) requests.
+func podRequests(j int) (cpu, mem int64) {
+	cpu, mem = appRequests(j)
+	if hasSidecar(j) {
+		cpu, mem = cpu+50, mem+64<<20
+	}
+	return cpu, mem
+}
+
+func appRequests(j int) (cpu, mem int64) { return 100 + int64(j%5)*100, (128 + int64(j%4)*128) << 20 }
+
+func hasSidecar(j int) bool { return j%3 == 0 }
+
+// pod is pod number j as a Deployment's ReplicaSet creates it, bound to node (none when empty):
+// an app container (env, ports, probes, mounts, requests and limits), a log-shipping sidecar on
+// a third of them, a config volume, tolerations, labels, annotations and an owner reference.
+func pod(j int, node string) *corev1.Pod {
+	app := fmt.Sprintf("service-%d", j%deployments)
+	hash := fmt.Sprintf("%09x", j%deployments*7919)
+	cpu, mem := appRequests(j)
+	var env []corev1.EnvVar
+	for k := range 6 {
+		env = append(env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", k), Value: fmt.Sprintf("value-%d-%d", k, j%17)})
+	}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+	containers := []corev1.Container{{
+		Name: "app", Image: fmt.Sprintf("registry.example.com/%s/%s:v1.%d.0", namespace(j), app, j%9),
+		Args:  []string{"--config=/etc/app/config.yaml", "--log-level=info"},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
+		Env:   env,
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(cpu, resource.DecimalSI), corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI)},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(2*cpu, resource.DecimalSI), corev1.ResourceMemory: *resource.NewQuantity(2*mem, resource.BinarySI)},
+		},
+		VolumeMounts:  []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}},
+		LivenessProbe: probe, ReadinessProbe: probe,
+	}}
+	if hasSidecar(j) {
+		containers = append(containers, corev1.Container{
+			Name: "log-shipper", Image: "registry.example.com/platform/log-shipper:v3.2.1",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+		})
+	}
+	yes := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace(j), Name: fmt.Sprintf("%s-%s-%05x", app, hash[:5], j),
+			Labels: map[string]string{"app": app, "pod-template-hash": hash, "team": namespace(j), "tier": "backend"},
+			Annotations: map[string]string{
+				"kubectl.kubernetes.io/restartedAt": "2026-01-02T03:04:05Z",
+				"prometheus.io/scrape":              "true", "prometheus.io/port": "9090",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-" + hash,
+				UID: types.UID(fmt.Sprintf("a1b2c3d4-%04x-4000-8000-000000000000", j%deployments)), Controller: &yes, BlockOwnerDeletion: &yes}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:   node,
+			Containers: containers,
+			Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: app + "-config"}}}}},
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
+			},
+		},
+	}
+}
+
+// runningStatus is the status a kubelet writes for pod j once its containers run and are ready.
+func runningStatus(j int, p *corev1.Pod, now time.Time) corev1.PodStatus {
+	t := metav1.NewTime(now)
+	st := corev1.PodStatus{
+		Phase: corev1.PodRunning, HostIP: "10.0.0.1", PodIP: fmt.Sprintf("10.%d.%d.%d", 100+j/65536, j/256%256, j%256),
+		StartTime: &t, QOSClass: corev1.PodQOSBurstable,
+		Conditions: []corev1.PodCondition{
+			{Type: "PodReadyToStartContainers", Status: corev1.ConditionTrue, LastTransitionTime: t},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: t},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: t},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: t},
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: t},
+		},
+	}
+	for k, c := range p.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Ready: true, Started: ptr(true), Image: c.Image,
+			ImageID:     fmt.Sprintf("%s@sha256:%064x", strings.Split(c.Image, ":")[0], j%deployments+k),
+			ContainerID: fmt.Sprintf("containerd://%064x", j*2+k),
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
+		})
+	}
+	return st
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func numCPU() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "processor\t:")
+}
