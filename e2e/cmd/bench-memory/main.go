@@ -48,9 +48,13 @@ func main() {
 	nodes := flag.Int("nodes", 5000, "nodes in the cluster")
 	pods := flag.Int("pods", 50000, "pods bound to the nodes (spread evenly), running")
 	workers := flag.Int("workers", 32, "concurrent create calls")
-	settle := flag.Duration("settle", 20*time.Second, "wait after the extender is ready, before and after the calls")
+	settle := flag.Duration("settle", 20*time.Second, "wait after the extender is ready, before the calls")
 	calls := flag.Int("calls", 3, "rounds of calls to every filter and priority the extender serves, each for a pod over every node (0: none)")
+	after := flag.Duration("after", 3*time.Minute, "wait after the calls before the last reading (the Go runtime collects at least "+
+		"every 2 minutes and returns freed pages to the system gradually)")
 	agents := flag.String("agents", "safe,congestion,pigeon,gang,reward,telemetry,template", "the extender's AGENTS")
+	variants := flag.String("variants", "", "semicolon-separated extender runs against the same cluster, each a space-separated "+
+		"list of KEY=VALUE environment overrides (e.g. ';GOMEMLIMIT=300MiB;AGENTS=safe'); empty: one run as shipped")
 	flag.Parse()
 	if *nodes < 1 || *pods < 0 || *workers < 1 {
 		fmt.Fprintln(os.Stderr, "bench-memory: -nodes and -workers must be at least 1, -pods at least 0")
@@ -113,47 +117,103 @@ func main() {
 	fmt.Fprintf(os.Stderr, "bench-memory: cluster filled in %s\n", time.Since(start).Round(time.Second))
 
 	bin := harness.BuildExtender(s, "all")
-	env := map[string]string{
-		"AGENTS":              *agents,
-		"KUBECONFIG":          c.Kubeconfig,
-		"LOG_LEVEL":           "INFO",
-		"COMBINED_PRIORITIES": "safe-overload=2,safe-balance=1,congestion=1",
-		"REWARD_NAMESPACE":    "kube-system",
+	var rows []row
+	for k, v := range strings.Split(*variants, ";") {
+		env := map[string]string{
+			"AGENTS":              *agents,
+			"KUBECONFIG":          c.Kubeconfig,
+			"LOG_LEVEL":           "INFO",
+			"COMBINED_PRIORITIES": "safe-overload=2,safe-balance=1,congestion=1",
+			"REWARD_NAMESPACE":    "kube-system",
+			// The runtime prints each collection's live heap to the log (read below).
+			"GODEBUG": "gctrace=1",
+		}
+		label := "as shipped"
+		if f := strings.Fields(v); len(f) > 0 {
+			label = strings.Join(f, " ")
+			for _, kv := range f {
+				key, value, ok := strings.Cut(kv, "=")
+				if !ok || key == "" {
+					s.Fatalf("-variants: %q is not KEY=VALUE", kv)
+				}
+				env[key] = value
+			}
+		}
+		rows = append(rows, measure(s, bin, fmt.Sprintf("extender-%d", k+1), label, env, *nodes, *settle, *after, *calls))
 	}
-	if *agents == "" {
-		delete(env, "AGENTS") // every compiled-in agent that can run
-	}
-	fmt.Fprintf(os.Stderr, "bench-memory: starting the extender (AGENTS=%s)\n", *agents)
-	started := time.Now()
-	e := harness.StartExtender(s, harness.ExtenderOptions{Name: "extender-all", Binary: bin, Env: env})
-	syncTime := time.Since(started)
-	fmt.Fprintf(os.Stderr, "bench-memory: extender ready (caches synced) in %s\n", syncTime.Round(100*time.Millisecond))
-	atReady := readMemory(s, e)
 
-	time.Sleep(*settle)
-	served := 0
-	if *calls > 0 {
-		served = callAll(s, e, *calls, *nodes)
-		time.Sleep(*settle)
+	fmt.Printf("\nThe all extender watching a real kube-apiserver with %d nodes and %d running pods, %s, %d CPUs\n\n",
+		*nodes, *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
+	fmt.Println("| variant | agents | time to sync | RSS MiB at ready | RSS MiB after the calls | RSS MiB " + after.String() + " later | " +
+		"peak RSS (HWM) MiB | Go heap in use MiB | live heap MiB at the last GC | calls |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %.1f s | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %d |\n", r.label, r.agents, r.sync.Seconds(),
+			r.ready.rss, r.called.rss, r.end.rss, r.end.hwm, r.end.heap, r.live, r.calls)
 	}
-	m := readMemory(s, e)
-	v, err := e.Version(ctx)
+}
+
+// row is one extender run's figures.
+type row struct {
+	label, agents      string
+	sync               time.Duration
+	ready, called, end memory
+	live               string
+	calls              int
+}
+
+// measure starts an extender with env, waits for its caches, lets it settle, calls it, waits
+// again and reads its memory at each step; then stops it.
+func measure(s *harness.Session, bin, name, label string, env map[string]string, nodes int, settle, after time.Duration, calls int) row {
+	fmt.Fprintf(os.Stderr, "bench-memory: %s: starting the extender (%s)\n", name, label)
+	started := time.Now()
+	e := harness.StartExtender(s, harness.ExtenderOptions{Name: name, Binary: bin, Env: env})
+	defer e.Stop()
+	r := row{label: label, sync: time.Since(started)}
+	fmt.Fprintf(os.Stderr, "bench-memory: %s: ready (caches synced) in %s\n", name, r.sync.Round(100*time.Millisecond))
+	r.ready = readMemory(s, e, "at ready")
+	v, err := e.Version(s.Context())
 	if err != nil {
 		s.Fatalf("extender /version: %v", err)
 	}
+	r.agents = strings.Join(v.Agents, ",")
+	time.Sleep(settle)
+	if calls > 0 {
+		r.calls = callAll(s, e, v, calls, nodes)
+	}
+	r.called = readMemory(s, e, "after the calls")
+	time.Sleep(after)
+	r.end = readMemory(s, e, after.String()+" later")
+	r.live = lastLiveHeap(e.LogPath)
+	return r
+}
 
-	fmt.Printf("\nThe all extender (%s) watching a real kube-apiserver, %s, %d CPUs\n\n", strings.Join(v.Agents, ","),
-		time.Now().UTC().Format("2006-01-02"), numCPU())
-	fmt.Println("| nodes | pods | RSS MiB | peak RSS (HWM) MiB | Go heap in use MiB | RSS MiB when ready | time to sync | calls served |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|")
-	fmt.Printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.1f s | %d |\n", *nodes, *pods, m.rss, m.hwm, m.heap, atReady.rss,
-		syncTime.Seconds(), served)
+// lastLiveHeap returns the live heap (MB) the runtime's last collection marked, from the
+// gctrace lines in the extender's log ("gc N @...: ..., A->B->C MB, ...": C is live), or "n/a".
+func lastLiveHeap(log string) string {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return "n/a"
+	}
+	live := "n/a"
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		for _, f := range strings.Split(line, ",") {
+			f = strings.TrimSpace(f)
+			if sizes, ok := strings.CutSuffix(f, " MB"); ok && strings.Count(sizes, "->") == 2 {
+				live = sizes[strings.LastIndex(sizes, "->")+2:]
+			}
+		}
+	}
+	return live
 }
 
 // memory is a process's resident memory, peak resident memory and Go heap in use, in MiB.
 type memory struct{ rss, hwm, heap float64 }
 
-func readMemory(s *harness.Session, e *harness.Extender) memory {
+func readMemory(s *harness.Session, e *harness.Extender, when string) memory {
 	var m memory
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.Pid()))
 	if err != nil {
@@ -184,18 +244,14 @@ func readMemory(s *harness.Session, e *harness.Extender) memory {
 			}
 		}
 	}
-	fmt.Fprintf(os.Stderr, "bench-memory: extender RSS %.0f MiB, peak %.0f MiB, Go heap in use %.0f MiB\n", m.rss, m.hwm, m.heap)
+	fmt.Fprintf(os.Stderr, "bench-memory: %s: RSS %.0f MiB, peak %.0f MiB, Go heap in use %.0f MiB\n", when, m.rss, m.hwm, m.heap)
 	return m
 }
 
 // callAll sends rounds of calls to every filter and priority the extender serves, for a pending
 // pod over every node (by name, as a nodeCacheCapable extender is called), and returns the
 // number of calls answered.
-func callAll(s *harness.Session, e *harness.Extender, rounds, nodes int) int {
-	v, err := e.Version(s.Context())
-	if err != nil {
-		s.Fatalf("extender /version: %v", err)
-	}
+func callAll(s *harness.Session, e *harness.Extender, v harness.VersionInfo, rounds, nodes int) int {
 	names := make([]string, nodes)
 	for i := range names {
 		names[i] = fmt.Sprintf("node-%05d", i)
