@@ -54,7 +54,8 @@ func main() {
 		"every 2 minutes and returns freed pages to the system gradually)")
 	agents := flag.String("agents", "safe,congestion,pigeon,gang,reward,telemetry,template", "the extender's AGENTS")
 	variants := flag.String("variants", "", "semicolon-separated extender runs against the same cluster, each a space-separated "+
-		"list of KEY=VALUE environment overrides (e.g. ';GOMEMLIMIT=300MiB;AGENTS=safe'); empty: one run as shipped")
+		"list of KEY=VALUE environment overrides (e.g. ';GOMEMLIMIT=300MiB;AGENTS=safe'), binary=PATH running another extender "+
+		"build (e.g. one of another commit, to compare); empty: one run as shipped")
 	flag.Parse()
 	if *nodes < 1 || *pods < 0 || *workers < 1 {
 		fmt.Fprintln(os.Stderr, "bench-memory: -nodes and -workers must be at least 1, -pods at least 0")
@@ -128,18 +129,22 @@ func main() {
 			// The runtime prints each collection's live heap to the log (read below).
 			"GODEBUG": "gctrace=1",
 		}
-		label := "as shipped"
+		label, exe := "as shipped", bin
 		if f := strings.Fields(v); len(f) > 0 {
 			label = strings.Join(f, " ")
 			for _, kv := range f {
 				key, value, ok := strings.Cut(kv, "=")
-				if !ok || key == "" {
+				switch {
+				case !ok || key == "":
 					s.Fatalf("-variants: %q is not KEY=VALUE", kv)
+				case key == "binary":
+					exe = value
+				default:
+					env[key] = value
 				}
-				env[key] = value
 			}
 		}
-		rows = append(rows, measure(s, bin, fmt.Sprintf("extender-%d", k+1), label, env, *nodes, *settle, *after, *calls))
+		rows = append(rows, measure(s, exe, fmt.Sprintf("extender-%d", k+1), label, env, *nodes, *settle, *after, *calls))
 	}
 
 	fmt.Printf("\nThe all extender watching a real kube-apiserver with %d nodes and %d running pods, %s, %d CPUs\n\n",
