@@ -21,7 +21,8 @@ import (
 // outcomes, they also keep the Ready condition when True and the PodScheduled condition while
 // Pending (type, status and last transition time only), and the statuses of containers that have
 // restarted (name, restart count, last termination's start and finish). Everything else (images, commands, env, volumes,
-// probes, annotations, owner references, other status details) is dropped.
+// probes, annotations, owner references, other status details) is dropped. Equal label maps and
+// resource lists are shared among pods (interner): the replicas of a workload hold one copy.
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
@@ -39,14 +40,14 @@ func stripPod(p *corev1.Pod) *corev1.Pod {
 			Name:              p.Name,
 			UID:               p.UID,
 			ResourceVersion:   p.ResourceVersion,
-			Labels:            p.Labels,
+			Labels:            shared.Labels(p.Labels),
 			DeletionTimestamp: p.DeletionTimestamp,
 		},
 		Spec: corev1.PodSpec{
 			NodeName:       p.Spec.NodeName,
 			Containers:     stripContainers(p.Spec.Containers),
 			InitContainers: stripContainers(p.Spec.InitContainers),
-			Overhead:       p.Spec.Overhead,
+			Overhead:       shared.ResourceList(p.Spec.Overhead),
 			Resources:      podResources(p.Spec.Resources),
 		},
 		Status: corev1.PodStatus{
@@ -108,7 +109,7 @@ func stripContainers(in []corev1.Container) []corev1.Container {
 	for i, c := range in {
 		out[i] = corev1.Container{
 			Name:          c.Name,
-			Resources:     corev1.ResourceRequirements{Requests: c.Resources.Requests},
+			Resources:     corev1.ResourceRequirements{Requests: shared.ResourceList(c.Resources.Requests)},
 			RestartPolicy: c.RestartPolicy,
 		}
 	}
@@ -121,5 +122,5 @@ func podResources(r *corev1.ResourceRequirements) *corev1.ResourceRequirements {
 	if r == nil || len(r.Requests) == 0 {
 		return nil
 	}
-	return &corev1.ResourceRequirements{Requests: r.Requests}
+	return &corev1.ResourceRequirements{Requests: shared.ResourceList(r.Requests)}
 }
