@@ -1,13 +1,13 @@
-package main
+// Package nodestats is internal/fixtures/stats.go of the root module (which the e2e module does
+// not require), kept identical (TestSameAsRootFixtures) so that bench-e2e, bench-memory and the
+// in-process benchmarks see the same nodes.
+package nodestats
 
 import (
 	"math"
 	"strconv"
 	"time"
 )
-
-// This file is internal/fixtures/stats.go of the root module (which the e2e module does not
-// require), kept the same so that bench-e2e and the in-process benchmarks see the same nodes.
 
 // Usage statistics annotations as the node annotator writes them (annotator/annotations.go):
 // free cpu in millicores, free memory in bytes, each as an integer.
@@ -21,27 +21,27 @@ const (
 	statsTimestamp     = "statistics-timestamp"
 )
 
-// nearThresholdShare is the share of the nodes UsageStatistics places near the safe agent's
+// NearThresholdShare is the share of the nodes UsageStatistics places near the safe agent's
 // default thresholds (utilization T = 90 %, acceptable risk E = 30 %).
-const nearThresholdShare = 0.2
+const NearThresholdShare = 0.2
 
-// usageStatistics returns the usage statistics annotations of node number i with cpuMilli
+// UsageStatistics returns the usage statistics annotations of node number i with cpuMilli
 // millicores and memory bytes allocatable, as an annotator writes them at now: the mean,
 // standard deviation and forecast of free cpu and free memory, and statistics-timestamp.
 // The values are what a fleet's nodes report, deterministic in i:
 //
-//   - most nodes (1 - nearThresholdShare) are 15-75 % used with spreads of 2-12 % of
+//   - most nodes (1 - NearThresholdShare) are 15-75 % used with spreads of 2-12 % of
 //     allocatable for cpu and 0.5-4 % for memory (memory moves less than cpu);
-//   - nearThresholdShare of them are 78-92 % used with spreads of 3-8 % (cpu) and 1-3 %
+//   - NearThresholdShare of them are 78-92 % used with spreads of 3-8 % (cpu) and 1-3 %
 //     (memory): near the safe agent's default threshold, where its filter cannot decide by
 //     Cantelli's bound and computes the Beta tail, and some of them are rejected;
 //   - the forecast is the mean moved by up to one standard deviation either way.
 //
 // Annotations of this shape cost the safe agent what a real cluster costs it (memory's small
 // relative spreads give large Beta shapes, the slow tails), unlike round synthetic ones.
-func usageStatistics(i int, cpuMilli, memory int64, now time.Time) map[string]string {
+func UsageStatistics(i int, cpuMilli, memory int64, now time.Time) map[string]string {
 	r := rng(uint64(i)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019)
-	near := r.unit() < nearThresholdShare
+	near := r.unit() < NearThresholdShare
 	used := func(lo, hi float64) float64 { return lo + (hi-lo)*r.unit() }
 	var cpuUsed, memUsed, cpuStd, memStd float64
 	if near {
