@@ -128,40 +128,35 @@ func findScheduler(name string) (Scheduler, error) {
 
 // keepPlugins returns d with its first profile's multiPoint plugins limited to keep.
 func keepPlugins(d *harness.Deployment, keep []string) (*harness.Deployment, error) {
-	var cfg map[string]any
-	if err := yaml.Unmarshal(d.SchedulerConfig, &cfg); err != nil {
-		return nil, err
-	}
-	profiles, _ := cfg["profiles"].([]any)
-	if len(profiles) == 0 {
-		return nil, fmt.Errorf("%s: no profile", d.Source)
-	}
-	profile, _ := profiles[0].(map[string]any)
-	plugins, _ := profile["plugins"].(map[string]any)
-	mp, _ := plugins["multiPoint"].(map[string]any)
-	list, _ := mp["enabled"].([]any)
-	var enabled []any
-	for _, p := range list {
-		if m, ok := p.(map[string]any); ok && slices.Contains(keep, fmt.Sprint(m["name"])) {
-			enabled = append(enabled, p)
+	return editProfile(d, func(profile map[string]any) error {
+		plugins, _ := profile["plugins"].(map[string]any)
+		mp, _ := plugins["multiPoint"].(map[string]any)
+		list, _ := mp["enabled"].([]any)
+		var enabled []any
+		for _, p := range list {
+			if m, ok := p.(map[string]any); ok && slices.Contains(keep, fmt.Sprint(m["name"])) {
+				enabled = append(enabled, p)
+			}
 		}
-	}
-	if len(enabled) != len(keep) {
-		return nil, fmt.Errorf("%s does not enable all of %v under multiPoint", d.Source, keep)
-	}
-	mp["enabled"] = enabled
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	copied := *d
-	copied.SchedulerConfig = out
-	return &copied, nil
+		if len(enabled) != len(keep) {
+			return fmt.Errorf("%s does not enable all of %v under multiPoint", d.Source, keep)
+		}
+		mp["enabled"] = enabled
+		return nil
+	})
 }
 
 // dropPluginConfig returns d with its first profile's pluginConfig removed: kube-scheduler's
 // default scoring.
 func dropPluginConfig(d *harness.Deployment) (*harness.Deployment, error) {
+	return editProfile(d, func(profile map[string]any) error {
+		delete(profile, "pluginConfig")
+		return nil
+	})
+}
+
+// editProfile returns a copy of d whose scheduler configuration's first profile edit changed.
+func editProfile(d *harness.Deployment, edit func(profile map[string]any) error) (*harness.Deployment, error) {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(d.SchedulerConfig, &cfg); err != nil {
 		return nil, err
@@ -171,7 +166,9 @@ func dropPluginConfig(d *harness.Deployment) (*harness.Deployment, error) {
 		return nil, fmt.Errorf("%s: no profile", d.Source)
 	}
 	profile, _ := profiles[0].(map[string]any)
-	delete(profile, "pluginConfig")
+	if err := edit(profile); err != nil {
+		return nil, err
+	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, err
