@@ -96,25 +96,11 @@ func (s *srv) keepDecision(w http.ResponseWriter, d decision) {
 	}
 }
 
-// nodeDecision is one node of a decision, as /debug/decisions shows it.
-type nodeDecision struct {
-	Node    string `json:"node"`
-	Verdict string `json:"verdict,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Score   *int64 `json:"score,omitempty"`
-	// Inputs are what the agent saw of the node, when it explains its decisions.
-	Inputs framework.Inputs `json:"inputs,omitempty"`
-}
-
-type decisionJSON struct {
-	Time     time.Time      `json:"time"`
-	Pod      string         `json:"pod"`
-	Agent    string         `json:"agent"`
-	Function string         `json:"function"`
-	Verb     string         `json:"verb"`
-	Error    string         `json:"error,omitempty"`
-	Nodes    []nodeDecision `json:"nodes,omitempty"`
-}
+// nodeDecision and decisionJSON are a decision as /debug/decisions shows it.
+type (
+	nodeDecision = framework.NodeDecision
+	decisionJSON = framework.DecisionJSON
+)
 
 // render shows every node of the request: its verdict ("pass", "fail", "unresolvable") and
 // reason, or the score answered.
@@ -140,15 +126,7 @@ func (d *decision) render() decisionJSON {
 			nd.Inputs = d.inputs[k]
 		}
 		if d.verdicts != nil {
-			v := d.verdicts[k]
-			switch {
-			case v.Passes():
-				nd.Verdict = "pass"
-			case v.Unresolvable:
-				nd.Verdict, nd.Reason = "unresolvable", v.Reason
-			default:
-				nd.Verdict, nd.Reason = "fail", v.Reason
-			}
+			nd.SetVerdict(d.verdicts[k])
 		} else {
 			s := clampScore(d.scores[k])
 			nd.Score = &s

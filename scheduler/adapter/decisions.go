@@ -74,24 +74,6 @@ func (d *Decisions) GroupVersionKind() schema.GroupVersionKind { return Decision
 // DeepCopyObject implements runtime.Object: the decisions are shared, never copied.
 func (d *Decisions) DeepCopyObject() runtime.Object { return d }
 
-// nodeJSON and decisionJSON are the JSON of server/decisions.go's GET /debug/decisions.
-type nodeJSON struct {
-	Node    string           `json:"node"`
-	Verdict string           `json:"verdict,omitempty"`
-	Reason  string           `json:"reason,omitempty"`
-	Score   *int64           `json:"score,omitempty"`
-	Inputs  framework.Inputs `json:"inputs,omitempty"`
-}
-
-type decisionJSON struct {
-	Time     time.Time  `json:"time"`
-	Pod      string     `json:"pod"`
-	Agent    string     `json:"agent"`
-	Function string     `json:"function"`
-	Verb     string     `json:"verb"`
-	Nodes    []nodeJSON `json:"nodes"`
-}
-
 // MarshalJSON renders the kept decisions, newest first, as GET /debug/decisions does.
 func (d *Decisions) MarshalJSON() ([]byte, error) {
 	d.mu.Lock()
@@ -105,19 +87,19 @@ func (d *Decisions) MarshalJSON() ([]byte, error) {
 	}
 	d.mu.Unlock()
 	out := struct {
-		APIVersion string         `json:"apiVersion"`
-		Kind       string         `json:"kind"`
-		Capacity   int            `json:"capacity"`
-		Decisions  []decisionJSON `json:"decisions"`
-	}{DecisionsGroupVersionKind.GroupVersion().String(), DecisionsGroupVersionKind.Kind, len(d.ring), make([]decisionJSON, 0, len(kept))}
+		APIVersion string                   `json:"apiVersion"`
+		Kind       string                   `json:"kind"`
+		Capacity   int                      `json:"capacity"`
+		Decisions  []framework.DecisionJSON `json:"decisions"`
+	}{DecisionsGroupVersionKind.GroupVersion().String(), DecisionsGroupVersionKind.Kind, len(d.ring), make([]framework.DecisionJSON, 0, len(kept))}
 	for i := range kept {
 		out.Decisions = append(out.Decisions, kept[i].render())
 	}
 	return json.Marshal(out)
 }
 
-func (x *decision) render() decisionJSON {
-	out := decisionJSON{Time: x.time, Pod: x.pod, Agent: x.agent, Function: x.function, Verb: x.verb}
+func (x *decision) render() framework.DecisionJSON {
+	out := framework.DecisionJSON{Time: x.time, Pod: x.pod, Agent: x.agent, Function: x.function, Verb: x.verb}
 	if x.verdicts != nil {
 		v := x.verdicts
 		for k := range v.chunks {
@@ -127,15 +109,8 @@ func (x *decision) render() decisionJSON {
 			}
 			lo := k * v.size
 			for j, verdict := range c.out {
-				nd := nodeJSON{Node: v.list.views[lo+j].Name}
-				switch {
-				case verdict.Passes():
-					nd.Verdict = "pass"
-				case verdict.Unresolvable:
-					nd.Verdict, nd.Reason = "unresolvable", verdict.Reason
-				default:
-					nd.Verdict, nd.Reason = "fail", verdict.Reason
-				}
+				nd := framework.NodeDecision{Node: v.list.views[lo+j].Name}
+				nd.SetVerdict(verdict)
 				if len(c.inputs) == len(c.out) {
 					nd.Inputs = c.inputs[j]
 				}
@@ -146,7 +121,7 @@ func (x *decision) render() decisionJSON {
 	}
 	for i, name := range x.names {
 		s := x.scores[i]
-		nd := nodeJSON{Node: name, Score: &s}
+		nd := framework.NodeDecision{Node: name, Score: &s}
 		if len(x.inputs) == len(x.names) {
 			nd.Inputs = x.inputs[i]
 		}
