@@ -97,7 +97,8 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 // TestDashboardPanelsHaveDataAndExplain: every query of the dashboard returns at least one
 // series from Prometheus scraping a real extender (all agents as sidecars, plus a reward
 // extender) and the plugin scheduler while both place pods; then extender explain shows a pod's
-// last cycle with every agent's inputs, and says plugin mode keeps no decisions.
+// last cycle with every agent's inputs, from the sidecars and from kube-safe-scheduler
+// (--scheduler, DECISIONS_KEPT), and says what is missing when it cannot.
 func TestDashboardPanelsHaveDataAndExplain(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion", "pigeon", "template", "telemetry", "reward")
