@@ -173,24 +173,37 @@ func parseWeights(s string) (map[string]int64, error) {
 	return out, nil
 }
 
+// get reads base+path (with a bearer token, if any), at most limit bytes of its body; the
+// response's body is read and closed.
+func get(ctx context.Context, client *http.Client, base, path, token string, limit int64) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", base, err)
+	}
+	return resp, body, nil
+}
+
 // fetchDecisions reads the decisions the extender at base keeps about pod.
 func fetchDecisions(ctx context.Context, client *http.Client, base, pod string) ([]explainDecision, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--url %q is not an http or https URL", base)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/decisions?pod="+url.QueryEscape(pod), nil)
+	resp, body, err := get(ctx, client, base, "/debug/decisions?pod="+url.QueryEscape(pod), "", 64<<20)
 	if err != nil {
 		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", base, err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusForbidden && strings.Contains(string(body), "/debug/decisions is served only"):
@@ -226,21 +239,9 @@ func fetchSchedulerDecisions(ctx context.Context, client *http.Client, base, pod
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("--scheduler %q is not an https URL (kube-scheduler serves its secure port only)", base)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/configz", nil)
+	resp, body, err := get(ctx, client, base, "/configz", token, 256<<20)
 	if err != nil {
 		return nil, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", base, err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
