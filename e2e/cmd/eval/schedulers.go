@@ -101,6 +101,8 @@ var Schedulers = []Scheduler{
 		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": time.Hour}},
 	{Name: "safe-w30m", About: "safe, statistics over 30 min computed every minute (STATS_WINDOW, STATS_INTERVAL) instead of 6 h every 5 min",
 		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": 30 * time.Minute, "STATS_INTERVAL": time.Minute}},
+	{Name: "safe-w15m", About: "safe, statistics over 15 min computed every minute (STATS_WINDOW, STATS_INTERVAL), the freshness Trimaran's load-watcher gets",
+		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": 15 * time.Minute, "STATS_INTERVAL": time.Minute}},
 	{Name: "pigeon-abp", About: "extender: yamlfiles/extender.pigeon.yaml, A_BINPACK", File: "extender.pigeon.yaml", Env: pigeon("A_BINPACK")},
 	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE, its pluginConfig (MostAllocated) removed as the file says",
 		File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE"), DefaultScoring: true},
