@@ -32,6 +32,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/logging"
+	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
 	"github.com/kube-safe-scheduler/extender/internal/tlsreload"
 	"github.com/kube-safe-scheduler/extender/server"
@@ -117,6 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return configError(stderr, err)
 	}
 	log := st.cfg.log.New(stderr)
+	log.Info(memlimit.Apply())
 	tlsServer, err := st.tlsServer(log)
 	if err != nil {
 		return configError(stderr, err)

@@ -20,14 +20,17 @@ import (
 	_ "k8s.io/component-base/logs/json/register" // for JSON log format registration, as kube-scheduler
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version" // for version metric registration
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 	"github.com/kube-safe-scheduler/extender/scheduler/gangplugin"
 )
 
 func main() {
+	klog.Info(memlimit.Apply())
 	plugins, err := adapter.New(agents.All)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kube-safe-scheduler: %v\n", err)

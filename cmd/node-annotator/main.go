@@ -24,6 +24,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/annotator"
 	"github.com/kube-safe-scheduler/extender/cluster"
+	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	}
 
 	log := cfg.Log.New(stderr)
+	log.Info(memlimit.Apply())
 	cluster.RouteKlog(log)
 
 	state, err := cluster.Connect(clusterCfg, log.WithField("component", "cluster"), "kube-safe-scheduler-node-annotator/"+version)
