@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,38 @@ func TestKeepPlugins(t *testing.T) {
 	}
 	if _, err := keepPlugins(d, []string{"no-such-plugin"}); err == nil {
 		t.Error("a plugin the file does not enable was accepted")
+	}
+}
+
+// TestGangTimeoutsScaled: plugins-gang's pod-group waits the shipped 60 s in simulated time (3 s
+// real at 20x, never below 1 s), and files without a gang plugin are left as they are.
+func TestGangTimeoutsScaled(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", "scheduler.plugins.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for speed, want := range map[float64]string{20: "defaultScheduleTimeoutSeconds: 3\n", 600: "defaultScheduleTimeoutSeconds: 1\n", 1: "defaultScheduleTimeoutSeconds: 60\n"} {
+		scaled, err := scaleGangTimeouts(d, RunConfig{Speed: speed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(scaled.SchedulerConfig), want) {
+			t.Errorf("speed %v: configuration lacks %q:\n%s", speed, want, scaled.SchedulerConfig)
+		}
+	}
+	if !strings.Contains(string(d.SchedulerConfig), "defaultScheduleTimeoutSeconds: 60") {
+		t.Errorf("the shipped file changed under scaling")
+	}
+	pigeon, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", "extender.pigeon.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := scaleGangTimeouts(pigeon, RunConfig{Speed: 20})
+	if err != nil || strings.Contains(string(same.SchedulerConfig), "ScheduleTimeout") {
+		t.Errorf("a file without gang plugins: %v\n%s", err, same.SchedulerConfig)
 	}
 }

@@ -310,6 +310,9 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 				t.Fatalf("%v", err)
 			}
 		}
+		if d, err = scaleGangTimeouts(d, rc); err != nil {
+			t.Fatalf("%v", err)
+		}
 		if s.DefaultScoring {
 			if d, err = dropPluginConfig(d); err != nil {
 				t.Fatalf("%v", err)

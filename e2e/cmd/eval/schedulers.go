@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -109,7 +110,7 @@ var Schedulers = []Scheduler{
 	{Name: "pigeon-cons", About: "extender: yamlfiles/extender.pigeon.yaml, CONSOLIDATE", File: "extender.pigeon.yaml", Env: pigeon("CONSOLIDATE")},
 	{Name: "reward", About: "extender: yamlfiles/extender.reward.yaml as shipped", File: "extender.reward.yaml"},
 	{Name: "gang", About: "extender: yamlfiles/extender.gang.yaml as shipped", File: "extender.gang.yaml"},
-	{Name: "plugins-gang", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with pod-group only (quorum, all-or-nothing permit, 60 s timeout as shipped)",
+	{Name: "plugins-gang", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with pod-group only (quorum, all-or-nothing permit, the shipped 60 s timeout in simulated time)",
 		File: "scheduler.plugins.yaml", Plugins: []string{"pod-group"}},
 	{Name: "plugins-safe", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with safe-overload, safe-balance, congestion (the safe row's agents and weights)",
 		File: "scheduler.plugins.yaml", Plugins: []string{"safe-overload", "safe-balance", "congestion"}},
@@ -144,6 +145,33 @@ func keepPlugins(d *harness.Deployment, keep []string) (*harness.Deployment, err
 			return fmt.Errorf("%s does not enable all of %v under multiPoint", d.Source, keep)
 		}
 		mp["enabled"] = enabled
+		return nil
+	})
+}
+
+// gangTimeouts are the gang plugins' Permit timeouts by plugin name (the fields their users
+// know, scheduler/gangplugin/args.go).
+var gangTimeouts = map[string]string{"pod-group": "defaultScheduleTimeoutSeconds", "Coscheduling": "permitWaitingTimeSeconds"}
+
+// scaleGangTimeouts returns d with the gang plugins' Permit timeouts of its first profile, which
+// are real time, converted from simulated time at rc's speed (the shipped 60 s at 20x: 3 s),
+// at least 1 s, so that a group waits what it would in a real cluster.
+func scaleGangTimeouts(d *harness.Deployment, rc RunConfig) (*harness.Deployment, error) {
+	return editProfile(d, func(profile map[string]any) error {
+		configs, _ := profile["pluginConfig"].([]any)
+		for _, c := range configs {
+			m, _ := c.(map[string]any)
+			field, ok := gangTimeouts[fmt.Sprint(m["name"])]
+			if !ok {
+				continue
+			}
+			args, _ := m["args"].(map[string]any)
+			v, ok := args[field].(float64)
+			if !ok {
+				return fmt.Errorf("%s: %s has no numeric %s", d.Source, m["name"], field)
+			}
+			args[field] = max(1, math.Round(v/rc.Speed))
+		}
 		return nil
 	})
 }
