@@ -96,3 +96,33 @@ func TestGangTimeoutsScaled(t *testing.T) {
 		t.Errorf("a file without gang plugins: %v\n%s", err, same.SchedulerConfig)
 	}
 }
+
+// TestWeightsAndRequestScores: the variants' edits of a shipped file change what they name, and
+// a weight for a verb the file lacks is an error.
+func TestWeightsAndRequestScores(t *testing.T) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := harness.LoadDeploymentFile(filepath.Join(root, "yamlfiles", "extender.safe.congestion.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := setWeights(d, map[string]int{"priorities/safe-balance": 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(w.SchedulerConfig), "prioritizeVerb: priorities/safe-balance\n  urlPrefix: http://localhost:5401/scheduler\n  weight: 3") {
+		t.Errorf("safe-balance's weight not 3:\n%s", w.SchedulerConfig)
+	}
+	if _, err := setWeights(d, map[string]int{"priorities/nothing": 3}); err == nil {
+		t.Error("a weight for a verb the file lacks was accepted")
+	}
+	u, err := disableRequestScores(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(u.SchedulerConfig), "score:\n      disabled:\n      - name: NodeResourcesFit\n      - name: NodeResourcesBalancedAllocation") {
+		t.Errorf("request scores not disabled:\n%s", u.SchedulerConfig)
+	}
+}

@@ -313,6 +313,16 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		if d, err = scaleGangTimeouts(d, rc); err != nil {
 			t.Fatalf("%v", err)
 		}
+		if len(s.Weights) > 0 {
+			if d, err = setWeights(d, s.Weights); err != nil {
+				t.Fatalf("%v", err)
+			}
+		}
+		if s.NoRequestScores {
+			if d, err = disableRequestScores(d); err != nil {
+				t.Fatalf("%v", err)
+			}
+		}
 		if s.DefaultScoring {
 			if d, err = dropPluginConfig(d); err != nil {
 				t.Fatalf("%v", err)

@@ -28,6 +28,11 @@ type Scheduler struct {
 	// DefaultScoring drops the profile's pluginConfig (extender.pigeon.yaml's MostAllocated), as
 	// its header says to for LOAD_BALANCE.
 	DefaultScoring bool
+	// Weights overrides the weights of the file's extenders, by prioritizeVerb.
+	Weights map[string]int
+	// NoRequestScores disables the profile's scores of requests (NodeResourcesFit,
+	// NodeResourcesBalancedAllocation), as Trimaran's TargetLoadPacking configuration does.
+	NoRequestScores bool
 	// Trimaran runs Config with the lab's scheduler (e2e/cmd/lab-scheduler: kube-scheduler with
 	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
 	Trimaran bool
@@ -108,6 +113,12 @@ var Schedulers = []Scheduler{
 	{Name: "safe-w30m-f50", About: "safe-w30m with the forecast weighed half (SAFEFORECASTWEIGHT 50 instead of 20)",
 		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFEFORECASTWEIGHT": "50"}},
 		Annotator: map[string]time.Duration{"STATS_WINDOW": 30 * time.Minute, "STATS_INTERVAL": time.Minute}},
+	{Name: "safe-w30m-bal3", About: "safe-w30m with safe-balance, the usage-aware balance, weighing 3 instead of 1",
+		File: "extender.safe.congestion.yaml", Weights: map[string]int{"priorities/safe-balance": 3},
+		Annotator: map[string]time.Duration{"STATS_WINDOW": 30 * time.Minute, "STATS_INTERVAL": time.Minute}},
+	{Name: "safe-w30m-usage", About: "safe-w30m with kube-scheduler's scores of requests (NodeResourcesFit, BalancedAllocation) disabled, as TargetLoadPacking's configuration does",
+		File: "extender.safe.congestion.yaml", NoRequestScores: true,
+		Annotator: map[string]time.Duration{"STATS_WINDOW": 30 * time.Minute, "STATS_INTERVAL": time.Minute}},
 	{Name: "safe-w15m", About: "safe, statistics over 15 min computed every minute (STATS_WINDOW, STATS_INTERVAL), the freshness Trimaran's load-watcher gets",
 		File: "extender.safe.congestion.yaml", Annotator: map[string]time.Duration{"STATS_WINDOW": 15 * time.Minute, "STATS_INTERVAL": time.Minute}},
 	{Name: "pigeon-abp", About: "extender: yamlfiles/extender.pigeon.yaml, A_BINPACK", File: "extender.pigeon.yaml", Env: pigeon("A_BINPACK")},
@@ -182,6 +193,45 @@ func scaleGangTimeouts(d *harness.Deployment, rc RunConfig) (*harness.Deployment
 	})
 }
 
+// setWeights returns d with the weights of its extenders whose prioritizeVerb weights names.
+func setWeights(d *harness.Deployment, weights map[string]int) (*harness.Deployment, error) {
+	return editConfig(d, func(cfg map[string]any) error {
+		extenders, _ := cfg["extenders"].([]any)
+		found := 0
+		for _, e := range extenders {
+			m, _ := e.(map[string]any)
+			if w, ok := weights[fmt.Sprint(m["prioritizeVerb"])]; ok {
+				m["weight"] = w
+				found++
+			}
+		}
+		if found != len(weights) {
+			return fmt.Errorf("%s: not every prioritizeVerb of %v is an extender's", d.Source, weights)
+		}
+		return nil
+	})
+}
+
+// disableRequestScores returns d with kube-scheduler's scores of requests disabled in its first
+// profile.
+func disableRequestScores(d *harness.Deployment) (*harness.Deployment, error) {
+	return editProfile(d, func(profile map[string]any) error {
+		plugins, _ := profile["plugins"].(map[string]any)
+		if plugins == nil {
+			plugins = map[string]any{}
+			profile["plugins"] = plugins
+		}
+		score, _ := plugins["score"].(map[string]any)
+		if score == nil {
+			score = map[string]any{}
+			plugins["score"] = score
+		}
+		disabled, _ := score["disabled"].([]any)
+		score["disabled"] = append(disabled, map[string]any{"name": "NodeResourcesFit"}, map[string]any{"name": "NodeResourcesBalancedAllocation"})
+		return nil
+	})
+}
+
 // dropPluginConfig returns d with its first profile's pluginConfig removed: kube-scheduler's
 // default scoring.
 func dropPluginConfig(d *harness.Deployment) (*harness.Deployment, error) {
@@ -193,16 +243,23 @@ func dropPluginConfig(d *harness.Deployment) (*harness.Deployment, error) {
 
 // editProfile returns a copy of d whose scheduler configuration's first profile edit changed.
 func editProfile(d *harness.Deployment, edit func(profile map[string]any) error) (*harness.Deployment, error) {
+	return editConfig(d, func(cfg map[string]any) error {
+		profiles, _ := cfg["profiles"].([]any)
+		if len(profiles) == 0 {
+			return fmt.Errorf("%s: no profile", d.Source)
+		}
+		profile, _ := profiles[0].(map[string]any)
+		return edit(profile)
+	})
+}
+
+// editConfig returns a copy of d whose scheduler configuration edit changed.
+func editConfig(d *harness.Deployment, edit func(cfg map[string]any) error) (*harness.Deployment, error) {
 	var cfg map[string]any
 	if err := yaml.Unmarshal(d.SchedulerConfig, &cfg); err != nil {
 		return nil, err
 	}
-	profiles, _ := cfg["profiles"].([]any)
-	if len(profiles) == 0 {
-		return nil, fmt.Errorf("%s: no profile", d.Source)
-	}
-	profile, _ := profiles[0].(map[string]any)
-	if err := edit(profile); err != nil {
+	if err := edit(cfg); err != nil {
 		return nil, err
 	}
 	out, err := yaml.Marshal(cfg)
