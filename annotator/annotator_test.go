@@ -263,7 +263,7 @@ func TestStatisticsAnnotations(t *testing.T) {
 	r.a.Cycle(context.Background(), t1)
 	// std 2000 -> 0 and forecast 9090 -> 5050 moved: those two are sent, with a new timestamp;
 	// mean 5000 -> 5050 (1 %) is not.
-	want = map[string]string{StdFreeCPU: "0", ForecastFreeCPU: "5050", StatisticsTimestamp: "2026-01-02T03:05:00Z",
+	want = map[string]string{StdFreeCPU: "0", ForecastFreeCPU: "5050", StatisticsTimestamp: t1.Format(time.RFC3339),
 		StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472"}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 after a small change (-want +got):\n%s", diff)

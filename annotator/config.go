@@ -68,9 +68,9 @@ func (c *Config) Declare(s *settings.Set) {
 		"period of the allocation annotations and of metrics API sampling")
 	s.Enum(&c.Source, "STATS_SOURCE", "stats-source", SourceNone,
 		[]string{SourceNone, SourcePrometheus, SourceMetricsAPI}, "source of the usage statistics (none: allocation annotations only)")
-	s.Duration(&c.StatsInterval, "STATS_INTERVAL", "stats-interval", 5*time.Minute, time.Second, 24*time.Hour,
+	s.Duration(&c.StatsInterval, "STATS_INTERVAL", "stats-interval", time.Minute, time.Second, 24*time.Hour,
 		"period of the usage statistics")
-	s.Duration(&c.Window, "STATS_WINDOW", "stats-window", 6*time.Hour, time.Second, 30*24*time.Hour,
+	s.Duration(&c.Window, "STATS_WINDOW", "stats-window", 15*time.Minute, time.Second, 30*24*time.Hour,
 		"span of time the usage statistics cover")
 	s.Int(&c.MinSamples, "STATS_MIN_SAMPLES", "stats-min-samples", 3, 1, 1000000,
 		"fewest samples the statistics are computed from; fewer leave the node's statistics untouched")

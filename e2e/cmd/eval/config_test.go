@@ -15,7 +15,7 @@ func TestScaledSettings(t *testing.T) {
 	rc := RunConfig{Speed: 60}
 	env := annotatorEnv(rc, "http://127.0.0.1:9090")
 	for k, want := range map[string]string{
-		"STATS_INTERVAL": "5s", "STATS_WINDOW": "6m0s", "STATS_REFRESH": "30s", "PROMETHEUS_STEP": "1s",
+		"STATS_INTERVAL": "1s", "STATS_WINDOW": "15s", "STATS_REFRESH": "30s", "PROMETHEUS_STEP": "1s",
 		"INTERVAL":  "1s", // 0.5 s, raised to the annotator's 1 s minimum
 		"PATCH_QPS": "1200", "KUBE_API_QPS": "1200",
 	} {

@@ -487,16 +487,16 @@ func startPrometheus(t harness.T, bin, target string) string {
 }
 
 // annotatorEnv is the node annotator's configuration in the lab: its shipped defaults (30 s
-// allocation interval, 5 min statistics, 6 h window, 30 min refresh, 1 min step) in simulated
-// time, reading the usage exporter through Prometheus.
+// allocation interval, statistics every minute over 15 minutes, 30 min refresh, 1 min step) in
+// simulated time, reading the usage exporter through Prometheus.
 func annotatorEnv(rc RunConfig, prom string) map[string]string {
 	return map[string]string{
 		"STATS_SOURCE": "prometheus", "PROMETHEUS_URL": prom, "PROMETHEUS_NODE_LABEL": "node",
 		"PROMETHEUS_CPU_QUERY":    "lab_node_free_cpu_millicores",
 		"PROMETHEUS_MEMORY_QUERY": "lab_node_free_memory_bytes",
 		"INTERVAL":                rc.scaled(30 * time.Second),
-		"STATS_INTERVAL":          rc.scaled(5 * time.Minute),
-		"STATS_WINDOW":            rc.scaled(6 * time.Hour),
+		"STATS_INTERVAL":          rc.scaled(time.Minute),
+		"STATS_WINDOW":            rc.scaled(15 * time.Minute),
 		"STATS_REFRESH":           rc.scaled(30 * time.Minute),
 		"PROMETHEUS_STEP":         rc.scaled(time.Minute),
 		"LOG_LEVEL":               "INFO",
