@@ -464,6 +464,43 @@ func BalanceScore(mu, sigma float64) int64 {
 	return int64(math.Floor((1-obj)*10 + 0.5))
 }
 
+// fineBalance is 1 - obj of BalanceScore in millionths (0..1e6): it orders nodes as the
+// objective does, to the sixth decimal.
+func fineBalance(mu, sigma float64) int64 {
+	obj := (clamp01(mu) + math.Sqrt(clamp01(sigma))) / 2
+	return int64(math.Round((1 - obj) * 1e6))
+}
+
+// RelativeScores maps fine scores (larger is better) of the nodes with has set onto 0..10: the
+// largest scores 10, the smallest 0, the others floor(10 * (x - lo) / (hi - lo) + 0.5); every
+// one 10 when they are all equal. Nodes without has score 0. fine is overwritten and returned.
+func RelativeScores(fine []int64, has []bool) []int64 {
+	lo, hi, any := int64(0), int64(0), false
+	for i, x := range fine {
+		if !has[i] {
+			continue
+		}
+		if !any || x < lo {
+			lo = x
+		}
+		if !any || x > hi {
+			hi = x
+		}
+		any = true
+	}
+	for i, x := range fine {
+		switch {
+		case !has[i]:
+			fine[i] = 0
+		case hi == lo:
+			fine[i] = 10
+		default:
+			fine[i] = int64(math.Floor(10*float64(x-lo)/float64(hi-lo) + 0.5))
+		}
+	}
+	return fine
+}
+
 // NodeScore combines the scores of the two resources: the smaller when both have statistics,
 // the one that has them when only one does, 0 when neither does.
 func NodeScore(cpu int64, cpuHas bool, memory int64, memoryHas bool) int64 {

@@ -122,6 +122,28 @@ const (
 	PlacedArrivals PlacedMode = "arrivals"
 )
 
+// BalanceScale says how safe-balance maps its objective to scores.
+type BalanceScale string
+
+// Balance scales.
+const (
+	// BalanceAbsolute scores each node on the fixed scale of the original design:
+	// floor((1 - obj) * 10 + 0.5), so nodes whose objectives differ by less than 0.1 (a fifth
+	// of the node's capacity in mu) mostly score alike.
+	BalanceAbsolute BalanceScale = "absolute"
+	// BalanceRelative maps the candidates' objectives onto the whole 0-10 range: the lowest
+	// scores 10, the highest 0, the others in proportion (rounded half up), as kube-scheduler's
+	// own NormalizeScore does for many plugins. Nodes without statistics score 0 and do not
+	// count in the range; when every node's objective is the same, each scores 10.
+	BalanceRelative BalanceScale = "relative"
+)
+
+// UnmarshalText reads a scale in any case; Config.Validate checks it.
+func (s *BalanceScale) UnmarshalText(text []byte) error {
+	*s = BalanceScale(strings.ToLower(strings.TrimSpace(string(text))))
+	return nil
+}
+
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
 func (m *PlacedMode) UnmarshalText(text []byte) error {
 	*m = PlacedMode(strings.ToLower(strings.TrimSpace(string(text))))
@@ -163,6 +185,8 @@ type Config struct {
 	PlacedShare int `json:"placedShare" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
 	// Placed is how the load placed since the statistics is counted.
 	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
+	// BalanceScale is how safe-balance maps its objective to scores.
+	BalanceScale BalanceScale `json:"balanceScale" env:"SAFE_BALANCE_SCALE" flag:"safe-balance-scale" help:"safe agent: how safe-balance scores: absolute (floor((1 - obj) * 10 + 0.5), the original design) or relative (the candidates' lowest objective 10, the highest 0, the others in proportion)"`
 }
 
 // Defaults.
@@ -172,7 +196,7 @@ const (
 	DefaultForecastWeight = 20
 	// DefaultMaxStatsAge is twice the annotator's default STATS_REFRESH (30m): a live
 	// annotator rewrites an unchanged timestamp once it is 30m old, at its next statistics
-	// cycle (every STATS_INTERVAL, 5m), so a healthy node's timestamp reaches about 35m.
+	// cycle (every STATS_INTERVAL, 1m), so a healthy node's timestamp reaches about 31m.
 	DefaultMaxStatsAge = framework.Duration(time.Hour)
 	// MaxMaxStatsAge bounds MaxStatsAge.
 	MaxMaxStatsAge = framework.Duration(30 * 24 * time.Hour)
@@ -181,6 +205,7 @@ const (
 	DefaultFilter      = FilterAdaptive
 	DefaultPlacedShare = 100
 	DefaultPlaced      = PlacedGrowth
+	DefaultBalance     = BalanceAbsolute
 	// MaxPlacedShare bounds PlacedShare.
 	MaxPlacedShare = 1000
 )
@@ -188,7 +213,8 @@ const (
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight,
-		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare, Placed: DefaultPlaced}
+		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare, Placed: DefaultPlaced,
+		BalanceScale: DefaultBalance}
 }
 
 // Validate reports every bad field, each as a settings.FieldError.
@@ -201,6 +227,7 @@ func (c Config) Validate() error {
 		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
 		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterAdaptive, FilterOff),
 		settings.OneOf("placed", c.Placed, PlacedGrowth, PlacedArrivals),
+		settings.OneOf("balanceScale", c.BalanceScale, BalanceAbsolute, BalanceRelative),
 		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
 	)
 }
@@ -872,20 +899,28 @@ func overloadScorer(a *Agent, m measure) int64 { return OverloadScore(a.risk(&m)
 
 func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigma) }
 
+// fineBalanceScorer is 1 - obj in millionths: the order of the objectives, for BalanceRelative.
+func fineBalanceScorer(_ *Agent, m measure) int64 { return fineBalance(m.mu, m.sigma) }
+
 // scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
 func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	return a.score(PriorityOverload, pod, nodes, overloadScorer), nil
+	return a.score(PriorityOverload, pod, nodes, overloadScorer, nil), nil
 }
 
 // scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
 func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	return a.score(PriorityBalance, pod, nodes, balanceScorer), nil
+	if a.cfg.BalanceScale != BalanceRelative {
+		return a.score(PriorityBalance, pod, nodes, balanceScorer, nil), nil
+	}
+	has := make([]bool, len(nodes))
+	return RelativeScores(a.score(PriorityBalance, pod, nodes, fineBalanceScorer, has), has), nil
 }
 
 // score scores every node with the per-resource score of: a resource without statistics does
 // not count, one without allocatable scores 0. Stale statistics count as none, whatever the
-// Stale policy: a node with stale statistics scores 0.
-func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer) []int64 {
+// Stale policy: a node with stale statistics scores 0. has, when not nil, is set for the nodes
+// with some resource judged or unjudgeable (those NodeScore does not give 0 for want of any).
+func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
 	c := a.newCall(pod)
 	defer a.done("priorities/"+name, c)
 	a.placeSince(nodes, c)
@@ -902,6 +937,9 @@ func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of sco
 				ms = of(a, memory)
 			}
 			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)
+			if has != nil {
+				has[lo+i] = cpu.state != noStats || memory.state != noStats
+			}
 			if tbl != nil {
 				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))
 			}

@@ -111,6 +111,8 @@ var Schedulers = []Scheduler{
 		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFEFORECASTWEIGHT": "100"}}},
 	{Name: "safe-f50", About: "safe with the forecast weighed half against the window's mean (SAFEFORECASTWEIGHT 50 instead of 20)",
 		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFEFORECASTWEIGHT": "50"}}},
+	{Name: "safe-relative", About: "safe with safe-balance's scores relative to the candidates (SAFE_BALANCE_SCALE=relative): the least used node 10, the most used 0",
+		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFE_BALANCE_SCALE": "relative"}}},
 	{Name: "safe-bal3", About: "safe with safe-balance, the usage-aware balance, weighing 3 instead of 1",
 		File: "extender.safe.congestion.yaml", Weights: map[string]int{"priorities/safe-balance": 3}},
 	{Name: "safe-usage", About: "safe with kube-scheduler's scores of requests (NodeResourcesFit, BalancedAllocation) disabled, as TargetLoadPacking's configuration does",
