@@ -235,8 +235,9 @@ type Agent struct {
 	// staleNodes holds, per function, the number of nodes with stale statistics in its latest
 	// call; nil without metrics.
 	staleNodes map[string]prometheus.Gauge
-	// inputs memoizes each node's parsed annotations and allocatable.
-	inputs framework.NodeMemo[nodeInputs]
+	// nodes memoizes each node's parsed annotations and allocatable, and its latest answers
+	// (see nodeEntry).
+	nodes framework.NodeMemo[*nodeEntry]
 	// cluster is the cluster view (nil without cluster access): it gives the requests of a
 	// node without statistics and the pods placed since a node's statistics.
 	cluster framework.Cluster
@@ -433,7 +434,7 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	}
 	stamps := make(map[string]time.Time, len(nodes))
 	for _, n := range nodes {
-		in := a.inputs.Get(n, a.readNode)
+		in := &a.entry(n).in
 		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !(in.stampRequestedKnown && a.growth) {
 			stamps[n.Name] = in.stamp.at
 		}
@@ -557,7 +558,11 @@ func placedAt(pod *corev1.Pod) (at time.Time, known bool) {
 // the requests of the node's pods when they are known (state requested). Freshness is computed
 // per call from the memoized timestamp (it depends on the time, not on the node).
 func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f freshness) {
-	in := a.inputs.Get(n, a.readNode)
+	return a.measure(n, &a.entry(n).in, c)
+}
+
+// measure is measureNode with n's inputs in.
+func (a *Agent) measure(n *corev1.Node, in *nodeInputs, c *call) (cpu, memory measure, f freshness) {
 	cpuIn, memoryIn := &in.cpu, &in.memory
 	if a.maxAge > 0 && (in.cpu.measured || in.memory.measured) {
 		if f = in.stamp.freshness(c.now, a.maxAge); f.stale {
@@ -573,7 +578,7 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 		l = load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
 			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
 	} else {
-		l = a.placedLoad(n, &in, c)
+		l = a.placedLoad(n, in, c)
 	}
 	if f.stale {
 		l = load{}
@@ -581,7 +586,7 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l)
 	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l)
 	if (cpu.state == noStats || memory.state == noStats) && !a.noRequests {
-		if req, ok := a.requests(n, &in); ok {
+		if req, ok := a.requests(n, in); ok {
 			if cpu.state == noStats {
 				cpu = fromRequests(&cpuResource, req.cpu, allocatable(n, &cpuResource), c.d.cpu)
 			}
@@ -737,15 +742,27 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 // judgeNodes writes the filter's verdict on every node into out, with the call's demand.
 func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
+	slot := verdictSlot(c.d)
 	judge := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
-			cpu, memory, f := a.measureNode(n, c)
+			e := a.entry(n)
+			key, keep := a.answerKey(n, e, c, tbl == nil)
+			if keep {
+				if m := e.verdicts[slot].Load(); m != nil && m.key == key {
+					out[lo+i] = m.v
+					continue
+				}
+			}
+			cpu, memory, f := a.measure(n, &e.in, c)
 			if f.stale && a.reject {
 				out[lo+i] = framework.RejectUnresolvable(a.staleReason(f))
 			} else if a.cfg.Filter == FilterOff {
 				// only stale statistics reject
 			} else if cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory); !cpuOK || !memoryOK {
 				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK))
+			}
+			if keep {
+				e.verdicts[slot].Store(&verdictMemo{key: key, v: out[lo+i]})
 			}
 			if tbl != nil {
 				result := "pass"
@@ -773,8 +790,7 @@ func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict)
 		if !out[i].Passes() {
 			continue
 		}
-		in := a.inputs.Get(n, a.readNode)
-		req, ok := a.requests(n, &in)
+		req, ok := a.requests(n, &a.entry(n).in)
 		if !ok || (req.cpu+c.d.cpu <= allocatable(n, &cpuResource) && req.memory+c.d.memory <= allocatable(n, &memoryResource)) {
 			return true
 		}
@@ -874,18 +890,19 @@ func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigm
 
 // scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
 func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	return a.score(PriorityOverload, pod, nodes, overloadScorer), nil
+	return a.score(PriorityOverload, overloadSlot, pod, nodes, overloadScorer), nil
 }
 
 // scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
 func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	return a.score(PriorityBalance, pod, nodes, balanceScorer), nil
+	return a.score(PriorityBalance, balanceSlot, pod, nodes, balanceScorer), nil
 }
 
 // score scores every node with the per-resource score of: a resource without statistics does
 // not count, one without allocatable scores 0. Stale statistics count as none, whatever the
 // Stale policy: a node with stale statistics scores 0.
-func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer) []int64 {
+// slot is the scorer's place in nodeEntry.scores.
+func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.Node, of scorer) []int64 {
 	c := a.newCall(pod)
 	defer a.done("priorities/"+name, c)
 	a.placeSince(nodes, c)
@@ -893,7 +910,15 @@ func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of sco
 	out := make([]int64, len(nodes))
 	scoreRange := func(lo, hi int) {
 		for i, n := range nodes[lo:hi] {
-			cpu, memory, _ := a.measureNode(n, c)
+			e := a.entry(n)
+			key, keep := a.answerKey(n, e, c, tbl == nil)
+			if keep {
+				if m := e.scores[slot].Load(); m != nil && m.key == key {
+					out[lo+i] = m.s
+					continue
+				}
+			}
+			cpu, memory, _ := a.measure(n, &e.in, c)
 			var cs, ms int64
 			if cpu.state.judged() {
 				cs = of(a, cpu)
@@ -902,6 +927,9 @@ func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of sco
 				ms = of(a, memory)
 			}
 			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)
+			if keep {
+				e.scores[slot].Store(&scoreMemo{key: key, s: out[lo+i]})
+			}
 			if tbl != nil {
 				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))
 			}
