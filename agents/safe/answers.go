@@ -1,6 +1,7 @@
 package safe
 
 import (
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,8 +9,8 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
-// nodeEntry is what the agent remembers of one version of a node (framework.NodeMemo, by name
-// and resourceVersion): its inputs, and the latest answer of each function for one demand at
+// nodeEntry is what the agent remembers of one version of a node (nodeEntries, by name and
+// resourceVersion): its inputs, and the latest answer of each function for one demand at
 // one generation of the node's pods.
 //
 // A node's statistics change every few minutes and its pods with each placement on it, while
@@ -26,6 +27,7 @@ import (
 // remembered only while the statistics are fresh (answerKey): a stale node is judged anew on
 // every call, its reason saying its age.
 type nodeEntry struct {
+	rv string // the node's resourceVersion
 	in nodeInputs
 	// verdicts are the filter's latest verdicts: [0] for the node as it is (no demand), [1]
 	// for a pod's demand (the adaptive filter may ask both in one call).
@@ -67,9 +69,70 @@ type scoreMemo struct {
 	s   int64
 }
 
+// nodeEntries holds the entries by node name: a map read under a lock taken once per batch of
+// nodes (entries), cheaper per node than a sync.Map's lookup, which was the larger part of a
+// filter call once the answers were remembered.
+type nodeEntries struct {
+	mu sync.RWMutex
+	m  map[string]*nodeEntry
+}
+
+// maxEntries bounds nodeEntries (nodes deleted leave theirs); past it, the memo starts over.
+const maxEntries = 1 << 17
+
+// entryBatch is how many nodes' entries entries looks up under one lock.
+const entryBatch = 64
+
 // entry returns n's entry, reading its inputs when n's version is new.
 func (a *Agent) entry(n *corev1.Node) *nodeEntry {
-	return a.nodes.Get(n, func(n *corev1.Node) *nodeEntry { return &nodeEntry{in: a.readNode(n)} })
+	var out [1]*nodeEntry
+	a.entries([]*corev1.Node{n}, out[:])
+	return out[0]
+}
+
+// entries writes the entry of each node of nodes into out (len(out) >= len(nodes)), reading
+// the inputs of the nodes whose version is new. A node without a resourceVersion gets a new
+// entry, never kept (its version cannot be told from the next).
+func (a *Agent) entries(nodes []*corev1.Node, out []*nodeEntry) {
+	missed := false
+	a.nodes.mu.RLock()
+	for i, n := range nodes {
+		if e := a.nodes.m[n.Name]; e != nil && e.rv == n.ResourceVersion && e.rv != "" {
+			out[i] = e
+		} else {
+			out[i], missed = nil, true
+		}
+	}
+	a.nodes.mu.RUnlock()
+	if !missed {
+		return
+	}
+	kept := false
+	for i, n := range nodes {
+		if out[i] == nil {
+			out[i] = &nodeEntry{rv: n.ResourceVersion, in: a.readNode(n)}
+			kept = kept || n.ResourceVersion != ""
+		}
+	}
+	if !kept {
+		return
+	}
+	a.nodes.mu.Lock()
+	defer a.nodes.mu.Unlock()
+	if a.nodes.m == nil || len(a.nodes.m)+len(nodes) > maxEntries {
+		a.nodes.m = make(map[string]*nodeEntry, len(nodes))
+	}
+	for i, n := range nodes {
+		e := out[i]
+		if e.rv == "" {
+			continue
+		}
+		if old := a.nodes.m[n.Name]; old != nil && old.rv == e.rv {
+			out[i] = old // another call read the same version first: share its answers
+			continue
+		}
+		a.nodes.m[n.Name] = e
+	}
 }
 
 // answerKey returns the key of n's answers for call c, keep false when they may not be

@@ -237,7 +237,7 @@ type Agent struct {
 	staleNodes map[string]prometheus.Gauge
 	// nodes memoizes each node's parsed annotations and allocatable, and its latest answers
 	// (see nodeEntry).
-	nodes framework.NodeMemo[*nodeEntry]
+	nodes nodeEntries
 	// cluster is the cluster view (nil without cluster access): it gives the requests of a
 	// node without statistics and the pods placed since a node's statistics.
 	cluster framework.Cluster
@@ -744,8 +744,12 @@ func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out [
 	tbl := a.newTable(FilterOverload, pod, c.d)
 	slot := verdictSlot(c.d)
 	judge := func(lo, hi int) {
+		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
-			e := a.entry(n)
+			if i%entryBatch == 0 {
+				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+			}
+			e := batch[i%entryBatch]
 			key, keep := a.answerKey(n, e, c, tbl == nil)
 			if keep {
 				if m := e.verdicts[slot].Load(); m != nil && m.key == key {
@@ -909,8 +913,12 @@ func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.No
 	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
 	scoreRange := func(lo, hi int) {
+		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
-			e := a.entry(n)
+			if i%entryBatch == 0 {
+				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+			}
+			e := batch[i%entryBatch]
 			key, keep := a.answerKey(n, e, c, tbl == nil)
 			if keep {
 				if m := e.scores[slot].Load(); m != nil && m.key == key {

@@ -144,7 +144,9 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
 	}
-	p.fns.ran.Store(true)
+	if !p.fns.ran.Load() { // Filter runs for every node on the scheduler's parallel workers: store once
+		p.fns.ran.Store(true)
+	}
 	switch {
 	case v.Passes():
 		return nil
@@ -217,10 +219,17 @@ func (p *scorePlugin) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) 
 		}
 	}
 	views := make([]*corev1.Node, len(nodes))
+	list := p.adapter.lastList() // the feasible nodes are usually in it: their views are there
 	for i, n := range nodes {
 		node := n.Node()
 		if node == nil {
 			return nil, fwk.NewStatus(fwk.Error, "node not found")
+		}
+		if list != nil {
+			if j, ok := list.pos[node.Name]; ok && list.src[j] == node {
+				views[i] = list.views[j]
+				continue
+			}
 		}
 		views[i] = p.adapter.view(node)
 	}
