@@ -85,11 +85,15 @@ type scoreTable interface {
 }
 
 // listScores are scores by position in a list of nodes (no map to build per cycle, nothing
-// for the garbage collector to scan); a node not scored holds -1.
+// for the garbage collector to scan); a node not scored holds -1. A scaled score fits a byte
+// (0..fwk.MaxNodeScore): a score plugin's table of 2000 nodes is 2 KB per pod, not 16.
 type listScores struct {
 	pos    map[string]int32
-	scores []int64
+	scores []int8
 }
+
+// A scaled score must fit listScores' int8 (this fails to compile otherwise).
+const _ = uint8(127 - fwk.MaxNodeScore)
 
 // Clone implements fwk.StateData: the scores are never modified once written.
 func (s *listScores) Clone() fwk.StateData { return s }
@@ -99,7 +103,7 @@ func (s *listScores) score(name string) (int64, bool) {
 	if !ok || s.scores[i] < 0 {
 		return 0, false
 	}
-	return s.scores[i], true
+	return int64(s.scores[i]), true
 }
 
 // mapScores are scores by node name, for nodes outside the cached list.
@@ -117,7 +121,7 @@ func (s mapScores) score(name string) (int64, bool) {
 // every view is in it, by name otherwise.
 func newScores(list *nodeList, views []*corev1.Node, scaled func(i int) int64) scoreTable {
 	if list != nil {
-		s := &listScores{pos: list.pos, scores: make([]int64, len(list.views))}
+		s := &listScores{pos: list.pos, scores: make([]int8, len(list.views))}
 		for i := range s.scores {
 			s.scores[i] = -1
 		}
@@ -128,7 +132,7 @@ func newScores(list *nodeList, views []*corev1.Node, scaled func(i int) int64) s
 				complete = false
 				break
 			}
-			s.scores[j] = scaled(i)
+			s.scores[j] = int8(scaled(i)) // 0..fwk.MaxNodeScore
 		}
 		if complete {
 			return s
