@@ -18,6 +18,35 @@ import (
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
+// byChunks judges nodes as plugin mode judges an adaptive filter: a.Filters()'s ForList over
+// the whole list, then the returned function on chunks of random sizes in random order.
+func byChunks(t *testing.T, r *rand.Rand, a *Agent, pod *corev1.Pod, nodes []*corev1.Node) []framework.Verdict {
+	t.Helper()
+	f := a.Filters()[0]
+	if !f.WholeList || f.ForList == nil {
+		t.Fatalf("the adaptive filter offers no ForList: %+v", f)
+	}
+	fn := extendertest.Must(f.ForList(context.Background(), pod, nodes))
+	var bounds []int
+	for lo := 0; lo < len(nodes); {
+		bounds = append(bounds, lo)
+		lo += 1 + r.IntN(4)
+	}
+	out := make([]framework.Verdict, len(nodes))
+	for _, k := range r.Perm(len(bounds)) {
+		lo := bounds[k]
+		hi := len(nodes)
+		if k+1 < len(bounds) {
+			hi = bounds[k+1]
+		}
+		copy(out[lo:hi], extendertest.Must(fn(context.Background(), pod, nodes[lo:hi])))
+	}
+	return out
+}
+
+// r2 is a generator of its own for one step (the test's is not safe for concurrent use).
+func r2(iter, step int) *rand.Rand { return rand.New(rand.NewPCG(uint64(iter), uint64(step))) }
+
 // The answers remembered per node version (nodeEntry) are the answers of an agent that
 // remembers none: random clusters (nodes with and without statistics, with fresh, old, missing
 // and unreadable timestamps, with and without the annotator's statistics-requested-*), then
@@ -153,6 +182,11 @@ func TestAnswersMatchFresh(t *testing.T) {
 				wg.Go(func() {
 					if diff := cmp.Diff(wantVerdicts, extendertest.Must(kept.filterOverload(ctx, pod, subset))); diff != "" {
 						t.Errorf("%s: filter verdicts differ (-fresh +kept):\n%s", what, diff)
+					}
+					if cfg.Filter == FilterAdaptive { // plugin mode: ForList, then chunks in any order
+						if diff := cmp.Diff(wantVerdicts, byChunks(t, r2(iter, step), kept, pod, subset)); diff != "" {
+							t.Errorf("%s: ForList's verdicts differ (-whole list +chunks):\n%s", what, diff)
+						}
 					}
 					overload, balance := scores(t, kept, pod, subset)
 					if diff := cmp.Diff(wantOverload, overload); diff != "" {

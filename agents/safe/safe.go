@@ -302,8 +302,46 @@ func (a *Agent) Name() string { return Name }
 func (a *Agent) Filters() []framework.Filter {
 	// The adaptive filter asks whether any node of the call can hold the pod: its verdicts
 	// depend on the whole list.
-	return []framework.Filter{{Name: FilterOverload, Func: a.filterOverload, WholeList: a.cfg.Filter == FilterAdaptive}}
+	f := framework.Filter{Name: FilterOverload, Func: a.filterOverload, WholeList: a.cfg.Filter == FilterAdaptive}
+	if f.WholeList && !a.cfg.PrintTable { // a table is printed per call: the whole list's in one
+		f.ForList = a.filterForList
+	}
+	return []framework.Filter{f}
 }
+
+// filterForList implements framework.Filter.ForList for the adaptive filter: whether a node of
+// list that can hold the pod's request takes it is judged once, batch by batch from the start of
+// the list until one does (on a cluster with room, within the first batch); the function
+// returned then judges any nodes as filterOverload judges them in one call over list (the pod's
+// request added, or the nodes as they are when none takes it), at this call's time.
+func (a *Agent) filterForList(_ context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error) {
+	c := a.newCall(pod) // never done(): the chunks' calls publish the stale nodes they judge
+	now, d := c.now, c.d
+	a.placeSince(list, c)
+	takes := false
+	out := make([]framework.Verdict, min(len(list), forListBatch))
+	for lo := 0; lo < len(list) && !takes; lo += forListBatch {
+		batch := list[lo:min(lo+forListBatch, len(list))]
+		clear(out)
+		a.judgeNodes(pod, batch, c, out[:len(batch)])
+		takes = a.anyTakes(batch, c, out[:len(batch)])
+	}
+	if !takes {
+		d = demand{} // judge the nodes as they are, so that a large pod is not kept out for ever
+	}
+	return func(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+		c := &call{d: d, now: now}
+		defer a.done("predicates/"+FilterOverload, c)
+		out := make([]framework.Verdict, len(nodes))
+		a.placeSince(nodes, c)
+		a.judgeNodes(pod, nodes, c, out)
+		return out, nil
+	}, nil
+}
+
+// forListBatch is how many nodes filterForList judges at a time while looking for one that
+// takes the pod.
+const forListBatch = 64
 
 // Prioritizers implements framework.Agent.
 func (a *Agent) Prioritizers() []framework.Prioritizer {

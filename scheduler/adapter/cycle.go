@@ -28,7 +28,10 @@ const judgeChunk = 16
 // gives the verdicts judging all the nodes at once gives; a filter whose verdicts depend on the
 // whole list (framework.Filter.WholeList) is judged in one chunk of every node.
 type verdicts struct {
-	list   *nodeList
+	list *nodeList
+	// filter judges the chunks: the plugin's filter function, or the one its ForList gave for
+	// this cycle's list.
+	filter framework.FilterFunc
 	size   int // nodes per chunk, >= 1
 	chunks []chunk
 	// explain, when the adapter keeps decisions, asks the agent what it saw of each chunk's nodes.
@@ -50,13 +53,13 @@ type chunk struct {
 func (v *verdicts) Clone() fwk.StateData { return v }
 
 // verdict returns the verdict of the node at position i of the list, judging its chunk with
-// filter if no one has yet.
-func (v *verdicts) verdict(ctx context.Context, filter framework.FilterFunc, pod *corev1.Pod, i int) (framework.Verdict, error) {
+// v.filter if no one has yet.
+func (v *verdicts) verdict(ctx context.Context, pod *corev1.Pod, i int) (framework.Verdict, error) {
 	c := &v.chunks[i/v.size]
 	lo := i / v.size * v.size
 	c.once.Do(func() {
 		nodes := slices.Clone(v.list.views[lo:min(lo+v.size, len(v.list.views))])
-		c.out, c.err = filter(ctx, pod, nodes)
+		c.out, c.err = v.filter(ctx, pod, nodes)
 		if c.err == nil && len(c.out) != len(nodes) {
 			c.err = fmt.Errorf("returned %d verdicts for %d nodes", len(c.out), len(nodes))
 		}
@@ -71,11 +74,11 @@ func (v *verdicts) verdict(ctx context.Context, filter framework.FilterFunc, pod
 	return c.out[i-lo], nil
 }
 
-// newVerdicts returns the verdicts of a cycle over list, judged size nodes at a time, none
-// judged yet.
-func newVerdicts(list *nodeList, size int) *verdicts {
+// newVerdicts returns the verdicts of a cycle over list, judged size nodes at a time by filter,
+// none judged yet.
+func newVerdicts(list *nodeList, size int, filter framework.FilterFunc) *verdicts {
 	size = max(size, 1)
-	return &verdicts{list: list, size: size, chunks: make([]chunk, (len(list.views)+size-1)/size)}
+	return &verdicts{list: list, filter: filter, size: size, chunks: make([]chunk, (len(list.views)+size-1)/size)}
 }
 
 // scoreTable is one cycle's scores of a score plugin, already scaled.
