@@ -220,7 +220,8 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Port:         5401,
 })
 
-// Agent is the safe agent. It keeps no state between calls: it is safe for concurrent use.
+// Agent is the safe agent. It is safe for concurrent use; between calls it keeps only what it
+// derived from nodes and their pods (nodeEntry, placedMemo), which changes no answer.
 type Agent struct {
 	cfg Config
 	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
