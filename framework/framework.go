@@ -36,6 +36,13 @@ type Filter struct {
 	// adaptive filter asks whether any node can hold the pod). Plugin mode then judges every
 	// node of the scheduler's list in one call instead of chunk by chunk as the scheduler asks.
 	WholeList bool
+	// ForList, for a WholeList filter, returns a function that judges any nodes of list (any
+	// subset, in any order, in any number of calls) as Func judges them in one call over the
+	// whole list, with what it needs of the list worked out once (whether any node can hold the
+	// pod, for safe's adaptive filter). Plugin mode then calls ForList once per pod and judges
+	// chunk by chunk as the scheduler asks: the cost follows the nodes asked about, not the
+	// list. list is shared: never modify it. Optional; the extender serves Func.
+	ForList func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (FilterFunc, error)
 }
 
 // Prioritizer is a named prioritize function.

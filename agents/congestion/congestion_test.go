@@ -2,8 +2,12 @@ package congestion
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kube-safe-scheduler/extender/framework"
@@ -170,5 +174,72 @@ func TestSettings(t *testing.T) {
 	}
 	if _, err := New(Config{FactorMax: 0}, framework.NewHandle(nil)); err == nil || !strings.Contains(err.Error(), "factorMax: 0 is out of range") {
 		t.Errorf("New(FactorMax 0): %v, want an error naming factorMax", err)
+	}
+}
+
+// The factors remembered by node name and resourceVersion answer as a fresh parse: random
+// nodes (valid, missing, negative, junk and huge factors; some without a resourceVersion),
+// then random updates of a node's annotation (a new resourceVersion) and calls on random
+// subsets in random order, by one agent that lives through the sequence, two calls at once.
+func TestFactorMemoMatchesParse(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 2026))
+	values := []string{"0", "7", "42", " 99 ", "100", "250", "-3", "junk", "", "99999999999999999999"}
+	rv := 0
+	node := func(i int) *corev1.Node {
+		b := fixtures.MakeNode().Name(fmt.Sprintf("n%d", i))
+		if k := r.IntN(len(values) + 1); k < len(values) {
+			b = b.Annotation(Annotation, values[k])
+		}
+		n := b.Obj()
+		if r.IntN(10) > 0 {
+			rv++
+			n.ResourceVersion = strconv.Itoa(rv)
+		}
+		return n
+	}
+	a, err := New(Config{FactorMax: 100}, framework.NewHandle(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]*corev1.Node, 40)
+	for i := range nodes {
+		nodes[i] = node(i)
+	}
+	changed := 0
+	for step := range 400 {
+		if r.IntN(2) == 0 {
+			i := r.IntN(len(nodes))
+			old := nodes[i]
+			nodes[i] = node(i)
+			if Factor(old.Annotations) != Factor(nodes[i].Annotations) {
+				changed++
+			}
+		}
+		var subset []*corev1.Node
+		for _, i := range r.Perm(len(nodes)) {
+			if r.IntN(3) > 0 {
+				subset = append(subset, nodes[i])
+			}
+		}
+		want := make([]int64, len(subset))
+		for i, n := range subset {
+			want[i] = Score(Factor(n.Annotations), 100)
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				got := extendertest.Must(a.score(context.Background(), &corev1.Pod{}, subset))
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("step %d: scores differ from a fresh parse (-parse +memo):\n%s", step, diff)
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+	if changed < 50 {
+		t.Errorf("only %d updates changed a factor: the test does not exercise the memo's invalidation", changed)
 	}
 }

@@ -247,7 +247,8 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Port:         5401,
 })
 
-// Agent is the safe agent. It keeps no state between calls: it is safe for concurrent use.
+// Agent is the safe agent. It is safe for concurrent use; between calls it keeps only what it
+// derived from nodes and their pods (nodeEntry, placedMemo), which changes no answer.
 type Agent struct {
 	cfg Config
 	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
@@ -262,8 +263,9 @@ type Agent struct {
 	// staleNodes holds, per function, the number of nodes with stale statistics in its latest
 	// call; nil without metrics.
 	staleNodes map[string]prometheus.Gauge
-	// inputs memoizes each node's parsed annotations and allocatable.
-	inputs framework.NodeMemo[nodeInputs]
+	// nodes memoizes each node's parsed annotations and allocatable, and its latest answers
+	// (see nodeEntry).
+	nodes nodeEntries
 	// cluster is the cluster view (nil without cluster access): it gives the requests of a
 	// node without statistics and the pods placed since a node's statistics.
 	cluster framework.Cluster
@@ -328,8 +330,46 @@ func (a *Agent) Name() string { return Name }
 func (a *Agent) Filters() []framework.Filter {
 	// The adaptive filter asks whether any node of the call can hold the pod: its verdicts
 	// depend on the whole list.
-	return []framework.Filter{{Name: FilterOverload, Func: a.filterOverload, WholeList: a.cfg.Filter == FilterAdaptive}}
+	f := framework.Filter{Name: FilterOverload, Func: a.filterOverload, WholeList: a.cfg.Filter == FilterAdaptive}
+	if f.WholeList && !a.cfg.PrintTable { // a table is printed per call: the whole list's in one
+		f.ForList = a.filterForList
+	}
+	return []framework.Filter{f}
 }
+
+// filterForList implements framework.Filter.ForList for the adaptive filter: whether a node of
+// list that can hold the pod's request takes it is judged once, batch by batch from the start of
+// the list until one does (on a cluster with room, within the first batch); the function
+// returned then judges any nodes as filterOverload judges them in one call over list (the pod's
+// request added, or the nodes as they are when none takes it), at this call's time.
+func (a *Agent) filterForList(_ context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error) {
+	c := a.newCall(pod) // never done(): the chunks' calls publish the stale nodes they judge
+	now, d := c.now, c.d
+	a.placeSince(list, c)
+	takes := false
+	out := make([]framework.Verdict, min(len(list), forListBatch))
+	for lo := 0; lo < len(list) && !takes; lo += forListBatch {
+		batch := list[lo:min(lo+forListBatch, len(list))]
+		clear(out)
+		a.judgeNodes(pod, batch, c, out[:len(batch)])
+		takes = a.anyTakes(batch, c, out[:len(batch)])
+	}
+	if !takes {
+		d = demand{} // judge the nodes as they are, so that a large pod is not kept out for ever
+	}
+	return func(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+		c := &call{d: d, now: now}
+		defer a.done("predicates/"+FilterOverload, c)
+		out := make([]framework.Verdict, len(nodes))
+		a.placeSince(nodes, c)
+		a.judgeNodes(pod, nodes, c, out)
+		return out, nil
+	}, nil
+}
+
+// forListBatch is how many nodes filterForList judges at a time while looking for one that
+// takes the pod.
+const forListBatch = 64
 
 // Prioritizers implements framework.Agent.
 func (a *Agent) Prioritizers() []framework.Prioritizer {
@@ -460,7 +500,7 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	}
 	stamps := make(map[string]time.Time, len(nodes))
 	for _, n := range nodes {
-		in := a.inputs.Get(n, a.readNode)
+		in := &a.entry(n).in
 		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !(in.stampRequestedKnown && a.growth) {
 			stamps[n.Name] = in.stamp.at
 		}
@@ -584,7 +624,11 @@ func placedAt(pod *corev1.Pod) (at time.Time, known bool) {
 // the requests of the node's pods when they are known (state requested). Freshness is computed
 // per call from the memoized timestamp (it depends on the time, not on the node).
 func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f freshness) {
-	in := a.inputs.Get(n, a.readNode)
+	return a.measure(n, &a.entry(n).in, c)
+}
+
+// measure is measureNode with n's inputs in.
+func (a *Agent) measure(n *corev1.Node, in *nodeInputs, c *call) (cpu, memory measure, f freshness) {
 	cpuIn, memoryIn := &in.cpu, &in.memory
 	if a.maxAge > 0 && (in.cpu.measured || in.memory.measured) {
 		if f = in.stamp.freshness(c.now, a.maxAge); f.stale {
@@ -600,7 +644,7 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 		l = load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
 			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
 	} else {
-		l = a.placedLoad(n, &in, c)
+		l = a.placedLoad(n, in, c)
 	}
 	if f.stale {
 		l = load{}
@@ -608,7 +652,7 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l)
 	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l)
 	if (cpu.state == noStats || memory.state == noStats) && !a.noRequests {
-		if req, ok := a.requests(n, &in); ok {
+		if req, ok := a.requests(n, in); ok {
 			if cpu.state == noStats {
 				cpu = fromRequests(&cpuResource, req.cpu, allocatable(n, &cpuResource), c.d.cpu)
 			}
@@ -764,15 +808,31 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 // judgeNodes writes the filter's verdict on every node into out, with the call's demand.
 func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
+	slot := verdictSlot(c.d)
 	judge := func(lo, hi int) {
+		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
-			cpu, memory, f := a.measureNode(n, c)
+			if i%entryBatch == 0 {
+				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+			}
+			e := batch[i%entryBatch]
+			key, keep := a.answerKey(n, e, c, tbl == nil)
+			if keep {
+				if m := e.verdicts[slot].Load(); m != nil && m.key == key {
+					out[lo+i] = m.v
+					continue
+				}
+			}
+			cpu, memory, f := a.measure(n, &e.in, c)
 			if f.stale && a.reject {
 				out[lo+i] = framework.RejectUnresolvable(a.staleReason(f))
 			} else if a.cfg.Filter == FilterOff {
 				// only stale statistics reject
 			} else if cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory); !cpuOK || !memoryOK {
 				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK))
+			}
+			if keep {
+				e.verdicts[slot].Store(&verdictMemo{key: key, v: out[lo+i]})
 			}
 			if tbl != nil {
 				result := "pass"
@@ -800,8 +860,7 @@ func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict)
 		if !out[i].Passes() {
 			continue
 		}
-		in := a.inputs.Get(n, a.readNode)
-		req, ok := a.requests(n, &in)
+		req, ok := a.requests(n, &a.entry(n).in)
 		if !ok || (req.cpu+c.d.cpu <= allocatable(n, &cpuResource) && req.memory+c.d.memory <= allocatable(n, &memoryResource)) {
 			return true
 		}
@@ -904,31 +963,47 @@ func fineBalanceScorer(_ *Agent, m measure) int64 { return fineBalance(m.mu, m.s
 
 // scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
 func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	return a.score(PriorityOverload, pod, nodes, overloadScorer, nil), nil
+	return a.score(PriorityOverload, overloadSlot, pod, nodes, overloadScorer, nil), nil
 }
 
 // scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
 func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	if a.cfg.BalanceScale != BalanceRelative {
-		return a.score(PriorityBalance, pod, nodes, balanceScorer, nil), nil
+		return a.score(PriorityBalance, balanceSlot, pod, nodes, balanceScorer, nil), nil
 	}
 	has := make([]bool, len(nodes))
-	return RelativeScores(a.score(PriorityBalance, pod, nodes, fineBalanceScorer, has), has), nil
+	return RelativeScores(a.score(PriorityBalance, fineBalanceSlot, pod, nodes, fineBalanceScorer, has), has), nil
 }
 
 // score scores every node with the per-resource score of: a resource without statistics does
 // not count, one without allocatable scores 0. Stale statistics count as none, whatever the
 // Stale policy: a node with stale statistics scores 0. has, when not nil, is set for the nodes
 // with some resource judged or unjudgeable (those NodeScore does not give 0 for want of any).
-func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
+// slot is the scorer's place in nodeEntry.scores.
+func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
 	c := a.newCall(pod)
 	defer a.done("priorities/"+name, c)
 	a.placeSince(nodes, c)
 	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
 	scoreRange := func(lo, hi int) {
+		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
-			cpu, memory, _ := a.measureNode(n, c)
+			if i%entryBatch == 0 {
+				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+			}
+			e := batch[i%entryBatch]
+			key, keep := a.answerKey(n, e, c, tbl == nil)
+			if keep {
+				if m := e.scores[slot].Load(); m != nil && m.key == key {
+					out[lo+i] = m.s
+					if has != nil {
+						has[lo+i] = m.has
+					}
+					continue
+				}
+			}
+			cpu, memory, _ := a.measure(n, &e.in, c)
 			var cs, ms int64
 			if cpu.state.judged() {
 				cs = of(a, cpu)
@@ -937,8 +1012,12 @@ func (a *Agent) score(name string, pod *corev1.Pod, nodes []*corev1.Node, of sco
 				ms = of(a, memory)
 			}
 			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)
+			hasStats := cpu.state != noStats || memory.state != noStats
 			if has != nil {
-				has[lo+i] = cpu.state != noStats || memory.state != noStats
+				has[lo+i] = hasStats
+			}
+			if keep {
+				e.scores[slot].Store(&scoreMemo{key: key, s: out[lo+i], has: hasStats})
 			}
 			if tbl != nil {
 				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))

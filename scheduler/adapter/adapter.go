@@ -206,8 +206,10 @@ type agentSlot struct {
 // funcs are the agent functions behind one plugin, and what SignPod needs to know of them.
 type funcs struct {
 	filter framework.FilterFunc
-	// wholeList: the filter judges every node of the list in one call (framework.Filter).
+	// wholeList: the filter judges every node of the list in one call (framework.Filter),
+	// unless forList gives a function for the cycle's list that judges chunk by chunk.
 	wholeList  bool
+	forList    func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error)
 	prioritize framework.PrioritizeFunc
 	// cluster is the agent's Cluster, which records whether the agent has read it.
 	cluster *snapshotCluster
@@ -318,7 +320,7 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	fns.filter, fns.wholeList, fns.prioritize, fns.cluster, fns.requeue = nil, false, nil, s.cluster, nil
+	fns.filter, fns.wholeList, fns.forList, fns.prioritize, fns.cluster, fns.requeue = nil, false, nil, nil, s.cluster, nil
 	fns.agent, fns.explainer = s.agent.Name(), nil
 	if ex, ok := s.agent.(framework.Explainer); ok {
 		fns.explainer = ex
@@ -326,6 +328,9 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 	for _, f := range s.agent.Filters() {
 		if f.Name == name {
 			fns.filter, fns.wholeList = f.Func, f.WholeList
+			if f.WholeList {
+				fns.forList = f.ForList
+			}
 			if r, ok := s.agent.(framework.Requeuer); ok {
 				fns.requeue = r.RequeueOn(name)
 			}

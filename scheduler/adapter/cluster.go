@@ -48,7 +48,7 @@ func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
 }
 
 func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
-	c.read.Store(true)
+	c.markRead()
 	l := c.fh.SnapshotSharedLister()
 	if l == nil {
 		return nil
@@ -58,7 +58,15 @@ func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
 
 // HasSynced implements framework.Cluster: the scheduler schedules only once its informers have
 // synced.
-func (c *snapshotCluster) HasSynced() bool { c.read.Store(true); return true }
+func (c *snapshotCluster) HasSynced() bool { c.markRead(); return true }
+
+// markRead sets read. An agent may call the cluster for every node of every pod from several
+// goroutines: a store each time would bounce read's cache line between the cores.
+func (c *snapshotCluster) markRead() {
+	if !c.read.Load() {
+		c.read.Store(true)
+	}
+}
 
 // Node implements framework.NodeLookup: the node's NodeView.
 func (c *snapshotCluster) Node(name string) (*corev1.Node, bool) {

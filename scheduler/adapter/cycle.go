@@ -28,7 +28,10 @@ const judgeChunk = 16
 // gives the verdicts judging all the nodes at once gives; a filter whose verdicts depend on the
 // whole list (framework.Filter.WholeList) is judged in one chunk of every node.
 type verdicts struct {
-	list   *nodeList
+	list *nodeList
+	// filter judges the chunks: the plugin's filter function, or the one its ForList gave for
+	// this cycle's list.
+	filter framework.FilterFunc
 	size   int // nodes per chunk, >= 1
 	chunks []chunk
 	// explain, when the adapter keeps decisions, asks the agent what it saw of each chunk's nodes.
@@ -50,13 +53,13 @@ type chunk struct {
 func (v *verdicts) Clone() fwk.StateData { return v }
 
 // verdict returns the verdict of the node at position i of the list, judging its chunk with
-// filter if no one has yet.
-func (v *verdicts) verdict(ctx context.Context, filter framework.FilterFunc, pod *corev1.Pod, i int) (framework.Verdict, error) {
+// v.filter if no one has yet.
+func (v *verdicts) verdict(ctx context.Context, pod *corev1.Pod, i int) (framework.Verdict, error) {
 	c := &v.chunks[i/v.size]
 	lo := i / v.size * v.size
 	c.once.Do(func() {
 		nodes := slices.Clone(v.list.views[lo:min(lo+v.size, len(v.list.views))])
-		c.out, c.err = filter(ctx, pod, nodes)
+		c.out, c.err = v.filter(ctx, pod, nodes)
 		if c.err == nil && len(c.out) != len(nodes) {
 			c.err = fmt.Errorf("returned %d verdicts for %d nodes", len(c.out), len(nodes))
 		}
@@ -71,11 +74,11 @@ func (v *verdicts) verdict(ctx context.Context, filter framework.FilterFunc, pod
 	return c.out[i-lo], nil
 }
 
-// newVerdicts returns the verdicts of a cycle over list, judged size nodes at a time, none
-// judged yet.
-func newVerdicts(list *nodeList, size int) *verdicts {
+// newVerdicts returns the verdicts of a cycle over list, judged size nodes at a time by filter,
+// none judged yet.
+func newVerdicts(list *nodeList, size int, filter framework.FilterFunc) *verdicts {
 	size = max(size, 1)
-	return &verdicts{list: list, size: size, chunks: make([]chunk, (len(list.views)+size-1)/size)}
+	return &verdicts{list: list, filter: filter, size: size, chunks: make([]chunk, (len(list.views)+size-1)/size)}
 }
 
 // scoreTable is one cycle's scores of a score plugin, already scaled.
@@ -85,11 +88,15 @@ type scoreTable interface {
 }
 
 // listScores are scores by position in a list of nodes (no map to build per cycle, nothing
-// for the garbage collector to scan); a node not scored holds -1.
+// for the garbage collector to scan); a node not scored holds -1. A scaled score fits a byte
+// (0..fwk.MaxNodeScore): a score plugin's table of 2000 nodes is 2 KB per pod, not 16.
 type listScores struct {
 	pos    map[string]int32
-	scores []int64
+	scores []int8
 }
+
+// A scaled score must fit listScores' int8 (this fails to compile otherwise).
+const _ = uint8(127 - fwk.MaxNodeScore)
 
 // Clone implements fwk.StateData: the scores are never modified once written.
 func (s *listScores) Clone() fwk.StateData { return s }
@@ -99,7 +106,7 @@ func (s *listScores) score(name string) (int64, bool) {
 	if !ok || s.scores[i] < 0 {
 		return 0, false
 	}
-	return s.scores[i], true
+	return int64(s.scores[i]), true
 }
 
 // mapScores are scores by node name, for nodes outside the cached list.
@@ -117,7 +124,7 @@ func (s mapScores) score(name string) (int64, bool) {
 // every view is in it, by name otherwise.
 func newScores(list *nodeList, views []*corev1.Node, scaled func(i int) int64) scoreTable {
 	if list != nil {
-		s := &listScores{pos: list.pos, scores: make([]int64, len(list.views))}
+		s := &listScores{pos: list.pos, scores: make([]int8, len(list.views))}
 		for i := range s.scores {
 			s.scores[i] = -1
 		}
@@ -128,7 +135,7 @@ func newScores(list *nodeList, views []*corev1.Node, scaled func(i int) int64) s
 				complete = false
 				break
 			}
-			s.scores[j] = scaled(i)
+			s.scores[j] = int8(scaled(i)) // 0..fwk.MaxNodeScore
 		}
 		if complete {
 			return s

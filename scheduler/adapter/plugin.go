@@ -95,13 +95,20 @@ func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
 // chunk as the scheduler asks about nodes (see verdicts): the agent's per-pod work is done
 // once per chunk, not once per node, and the nodes the scheduler does not ask about (past
 // percentageOfNodesToScore) are not judged.
-func (p *filterPlugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	list, _ := p.adapter.nodeList(nodes)
-	size := judgeChunk
-	if p.fns.wholeList {
+	size, filter := judgeChunk, p.fns.filter
+	switch {
+	case p.fns.forList != nil: // a whole-list filter that judges chunk by chunk once it has seen the list
+		f, err := p.fns.forList(ctx, pod, list.views)
+		if err != nil {
+			return nil, fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+		}
+		filter = f
+	case p.fns.wholeList:
 		size = len(list.views)
 	}
-	vs := newVerdicts(list, size)
+	vs := newVerdicts(list, size, filter)
 	if d := p.adapter.decisions; d != nil {
 		vs.explain = p.fns.explain(p.name, "filter")
 		d.add(decision{time: time.Now(), pod: podKey(pod), agent: p.fns.agent, function: p.name, verb: "filter", verdicts: vs})
@@ -127,7 +134,7 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 	if data, rerr := state.Read(p.key); rerr == nil {
 		vs := data.(*verdicts)
 		if i, ok := vs.list.pos[node.Name]; ok && vs.list.src[i] == node {
-			v, err = vs.verdict(ctx, p.fns.filter, pod, int(i))
+			v, err = vs.verdict(ctx, pod, int(i))
 			judged = true
 		}
 	}
@@ -144,7 +151,9 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
 	}
-	p.fns.ran.Store(true)
+	if !p.fns.ran.Load() { // Filter runs for every node on the scheduler's parallel workers: store once
+		p.fns.ran.Store(true)
+	}
 	switch {
 	case v.Passes():
 		return nil
@@ -217,10 +226,17 @@ func (p *scorePlugin) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) 
 		}
 	}
 	views := make([]*corev1.Node, len(nodes))
+	list := p.adapter.lastList() // the feasible nodes are usually in it: their views are there
 	for i, n := range nodes {
 		node := n.Node()
 		if node == nil {
 			return nil, fwk.NewStatus(fwk.Error, "node not found")
+		}
+		if list != nil {
+			if j, ok := list.pos[node.Name]; ok && list.src[j] == node {
+				views[i] = list.views[j]
+				continue
+			}
 		}
 		views[i] = p.adapter.view(node)
 	}

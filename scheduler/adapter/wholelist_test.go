@@ -3,9 +3,11 @@ package adapter_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/framework"
@@ -61,5 +63,100 @@ func TestWholeListFilterJudgesEveryNodeAtOnce(t *testing.T) {
 	}
 	if passed != 1 {
 		t.Fatalf("%d of %d nodes passed, want 1 (the filter judged the nodes in several calls)", passed, len(infos))
+	}
+}
+
+// listAgent's filter keeps only the first node of the whole list, as firstAgent's, and offers
+// ForList: it records the calls it gets.
+type listAgent struct{ calls *listCalls }
+
+type listCalls struct {
+	mu                 sync.Mutex
+	forList, funcCalls int
+	chunks, largest    int
+	listLen            int
+}
+
+func (listAgent) Name() string { return "first-of-list" }
+func (a listAgent) Filters() []framework.Filter {
+	return []framework.Filter{{Name: "first-of-list", WholeList: true,
+		Func: func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+			a.calls.mu.Lock()
+			a.calls.funcCalls++
+			a.calls.mu.Unlock()
+			return nil, fmt.Errorf("Func called: plugin mode should judge through ForList")
+		},
+		ForList: func(_ context.Context, _ *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error) {
+			a.calls.mu.Lock()
+			a.calls.forList++
+			a.calls.listLen = len(list)
+			a.calls.mu.Unlock()
+			first := list[0].Name
+			return func(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+				a.calls.mu.Lock()
+				a.calls.chunks++
+				a.calls.largest = max(a.calls.largest, len(nodes))
+				a.calls.mu.Unlock()
+				out := make([]framework.Verdict, len(nodes))
+				for i, n := range nodes {
+					if n.Name != first {
+						out[i] = framework.Reject("not the first node of the list")
+					}
+				}
+				return out, nil
+			}, nil
+		}}}
+}
+func (listAgent) Prioritizers() []framework.Prioritizer { return nil }
+
+// TestWholeListFilterForList: a whole-list filter that offers ForList sees the whole list once
+// per cycle, then is judged chunk by chunk, only the chunks asked about: its verdicts are the
+// whole list's (exactly one of 40 nodes passes, whichever order they are asked in), Func is
+// never called, and asking about 10 nodes judges no more than their chunk.
+func TestWholeListFilterForList(t *testing.T) {
+	calls := &listCalls{}
+	reg := framework.Register("first-of-list", func() firstConfig { return firstConfig{} },
+		func(firstConfig, framework.Handle) (listAgent, error) { return listAgent{calls}, nil },
+		framework.Offer{Filters: []string{"first-of-list"}})
+	var nodes []*corev1.Node
+	for i := range 40 {
+		n := fixtures.MakeNode().Name(fmt.Sprintf("n%02d", i)).Resources(fixtures.Res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj()
+		nodes = append(nodes, n)
+	}
+	fw, snap := mustFramework(t, newAdapter(t, reg), profileYAML("multiPoint:\n  enabled:\n  - name: first-of-list\n", ""), nodes, nil)
+	infos, _ := snap.NodeInfos().List()
+	pod := fixtures.MakePod().Name("p").Obj()
+
+	state := schedframework.NewCycleState()
+	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	passed := 0
+	for i := len(infos) - 1; i >= 0; i-- { // the last chunk first
+		if s := fw.RunFilterPlugins(t.Context(), state, pod, infos[i]); s.IsSuccess() {
+			passed++
+			if infos[i].Node() != infos[0].Node() {
+				t.Errorf("node %s passed, want only the list's first, %s", infos[i].Node().Name, infos[0].Node().Name)
+			}
+		} else if s.Code() == fwk.Error {
+			t.Fatal(s)
+		}
+	}
+	if passed != 1 || calls.forList != 1 || calls.funcCalls != 0 || calls.listLen != 40 || calls.largest > 16 || calls.chunks != 3 {
+		t.Fatalf("%d of %d nodes passed (want 1); calls %+v (want one ForList of 40 nodes, no Func, three chunks of at most 16)",
+			passed, len(infos), calls)
+	}
+
+	state = schedframework.NewCycleState() // the next pod: the scheduler asks about 10 nodes
+	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	for _, ni := range infos[20:30] {
+		if s := fw.RunFilterPlugins(t.Context(), state, pod, ni); s.IsSuccess() || s.Code() == fwk.Error {
+			t.Fatalf("node %s: %v, want rejected", ni.Node().Name, s)
+		}
+	}
+	if calls.forList != 2 || calls.chunks != 4 {
+		t.Fatalf("calls %+v, want a second ForList and the one chunk of nodes 20-29 (16-31) only", calls)
 	}
 }
