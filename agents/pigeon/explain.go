@@ -27,13 +27,18 @@ func (a *Agent) Explain(_ context.Context, _, _ string, pod *corev1.Pod, nodes [
 	after, fit := evaluate(a.cfg.Objective, m, prime, sys, cands, &demand, stats.coefVar(m, &avgCap))
 
 	utils := make([]vec, len(sys))
+	used := 0
 	for i := range sys {
 		utils[i] = utilization(m, &sys[i].capacity, &sys[i].use)
+		if inUse(m, &sys[i].use) {
+			used++
+		}
 	}
 	var before any = "no node in the system"
 	if len(sys) > 0 {
-		s := newSystem(m, prime, utils, a.cfg.Objective == Consolidate, stats.coefVar(m, &avgCap))
-		before = objectives[a.cfg.Objective](s, &trial{before: utils[0], after: utils[0]})
+		s := newSystem(m, prime, utils, used, stats.coefVar(m, &avgCap))
+		u0 := inUse(m, &sys[0].use)
+		before = objectives[a.cfg.Objective](s, &trial{before: utils[0], after: utils[0], usedBefore: u0, usedAfter: u0})
 	}
 	out := make([]framework.Inputs, len(nodes))
 	for i := range cands {

@@ -10,13 +10,14 @@ import (
 // whole list of utilization vectors rebuilt for each candidate (O(n m^2) per candidate, O(n^2)
 // per request), and the property test that the fast path agrees with it.
 
-// naiveObjectives evaluate an objective from its definition on the utilization vectors utils.
-var naiveObjectives = map[Objective]func(m, prime int, utils []vec, demandCV float64) float64{
-	ABinpack: func(m, _ int, utils []vec, demandCV float64) float64 {
+// naiveObjectives evaluate an objective from its definition on the utilization vectors utils
+// and the usage vectors uses of the nodes.
+var naiveObjectives = map[Objective]func(m, prime int, utils, uses []vec, demandCV float64) float64{
+	ABinpack: func(m, _ int, utils, _ []vec, demandCV float64) float64 {
 		mu, cov := meanCov(m, utils)
 		return math.Abs(coefVar(m, &mu, &cov) - demandCV)
 	},
-	LoadBalance: func(_, prime int, utils []vec, _ float64) float64 {
+	LoadBalance: func(_, prime int, utils, _ []vec, _ float64) float64 {
 		var a float64
 		for _, u := range utils {
 			a += u[prime]
@@ -28,27 +29,18 @@ var naiveObjectives = map[Objective]func(m, prime int, utils []vec, demandCV flo
 		}
 		return math.Sqrt(v / float64(len(utils)))
 	},
-	Consolidate: func(_, prime int, utils []vec, _ float64) float64 {
-		var a float64
-		for _, u := range utils {
-			a += u[prime]
-		}
-		a /= float64(len(utils))
-		if a <= 0 || a >= 1 {
-			return 0
-		}
-		var sum float64
-		for _, u := range utils {
-			x := u[prime]
-			var t float64
-			if x < a {
-				t = (a - x) / a
-			} else {
-				t = (x - a) / (1 - a)
+	// CONSOLIDATE: the number of nodes with some usage.
+	Consolidate: func(m, _ int, _, uses []vec, _ float64) float64 {
+		var n float64
+		for _, u := range uses {
+			for j := 0; j < m; j++ {
+				if u[j] > 0 {
+					n++
+					break
+				}
 			}
-			sum += t * t
 		}
-		return 1 - math.Sqrt(sum/float64(len(utils)))
+		return n
 	},
 }
 
@@ -93,19 +85,19 @@ func naiveEvaluate(obj Objective, m, prime int, sys []nodeState, cands []candida
 		for j := 0; j < m; j++ {
 			placed[j] = node.use[j] + demand[j]
 		}
-		var utils []vec
+		var utils, uses []vec
 		for k := range sys {
 			if k == c.index {
-				utils = append(utils, utilization(m, &node.capacity, &placed))
+				utils, uses = append(utils, utilization(m, &node.capacity, &placed)), append(uses, placed)
 			} else {
-				utils = append(utils, utilization(m, &sys[k].capacity, &sys[k].use))
+				utils, uses = append(utils, utilization(m, &sys[k].capacity, &sys[k].use)), append(uses, sys[k].use)
 			}
 		}
 		if c.index < 0 {
-			utils = append(utils, utilization(m, &node.capacity, &placed))
+			utils, uses = append(utils, utilization(m, &node.capacity, &placed)), append(uses, placed)
 		}
 		fit[i] = fits(m, &node.capacity, &node.use, demand)
-		values[i] = naiveObjectives[obj](m, prime, utils, demandCV)
+		values[i] = naiveObjectives[obj](m, prime, utils, uses, demandCV)
 	}
 	return values, fit
 }
