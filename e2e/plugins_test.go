@@ -197,8 +197,8 @@ func TestPluginsPigeon(t *testing.T) {
 		}
 	})
 
-	// CONSOLIDATE packs onto the node in use (here the one with the most cpu requested), against
-	// kube-scheduler's own preference for emptier nodes.
+	// CONSOLIDATE packs onto the node with the most cpu requested, against kube-scheduler's own
+	// preference for emptier nodes.
 	t.Run("CONSOLIDATE", func(t *testing.T) {
 		t.Parallel()
 		c, sa := startWithPluginServiceAccount(t)

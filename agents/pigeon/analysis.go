@@ -1,12 +1,14 @@
 package pigeon
 
 // This file holds the pure maths of the agent: the coefficient of variation, the three
-// objectives evaluated through running sums (and a count of the nodes in use), and the mapping
+// objectives evaluated through running sums (and, for FEWEST_NODES, a count of the nodes in
+// use), and the mapping
 // of objective values to scores.
 // Nothing here knows of Kubernetes objects.
 
 import (
 	"math"
+	"sort"
 )
 
 // MaxResources is the largest number of resources the agent considers (NUM_RESOURCES).
@@ -113,15 +115,18 @@ type system struct {
 	// s1 = sum_i (u_i - shift), s2 = sum_i (u_i - shift)(u_i - shift)'.
 	s1 vec
 	s2 mat
-	// used is the number of the system's nodes in use (CONSOLIDATE).
+	// For CONSOLIDATE: y_i = u_i[prime] - shift[prime], ascending, and the prefix sums
+	// pre1[k] = sum_{i<k} y_i, pre2[k] = sum_{i<k} y_i^2 (length n+1).
+	sorted, pre1, pre2 []float64
+	// used is the number of the system's nodes in use (FEWEST_NODES).
 	used float64
 	// demandCV is c(demand), the coefficient of variation of the normalized pod demand.
 	demandCV float64
 }
 
-// newSystem sums the utilization vectors utils over the first m resources; used is the number
-// of those nodes in use.
-func newSystem(m, prime int, utils []vec, used int, demandCV float64) *system {
+// newSystem sums the utilization vectors utils over the first m resources. withOrder builds
+// the sorted prime utilizations CONSOLIDATE needs; used is the number of those nodes in use.
+func newSystem(m, prime int, utils []vec, withOrder bool, used int, demandCV float64) *system {
 	s := &system{m: m, prime: prime, n: float64(len(utils)), used: float64(used), demandCV: demandCV}
 	if len(utils) > 0 {
 		for i := range utils {
@@ -148,6 +153,19 @@ func newSystem(m, prime int, utils []vec, used int, demandCV float64) *system {
 	for j := 0; j < m; j++ {
 		for l := j + 1; l < m; l++ {
 			s.s2[j][l] = s.s2[l][j]
+		}
+	}
+	if withOrder {
+		s.sorted = make([]float64, len(utils))
+		for i := range utils {
+			s.sorted[i] = utils[i][prime] - s.shift[prime]
+		}
+		sort.Float64s(s.sorted)
+		s.pre1 = make([]float64, len(utils)+1)
+		s.pre2 = make([]float64, len(utils)+1)
+		for i, y := range s.sorted {
+			s.pre1[i+1] = s.pre1[i] + y
+			s.pre2[i+1] = s.pre2[i] + y*y
 		}
 	}
 	return s
@@ -179,6 +197,7 @@ var objectives = map[Objective]objectiveFunc{
 	ABinpack:    binpack,
 	LoadBalance: loadBalance,
 	Consolidate: consolidate,
+	FewestNodes: fewestNodes,
 }
 
 // binpack is A_BINPACK: |c(system utilization) - c(demand)|. After placement the sums are
@@ -222,14 +241,58 @@ func loadBalance(s *system, t *trial) float64 {
 	return math.Sqrt(v)
 }
 
-// consolidate is CONSOLIDATE: the number of the system's nodes in use (running a pod) after
+// consolidate is CONSOLIDATE: with a the mean prime utilization, 0 when a <= 0 or a >= 1, else
+// 1 - sqrt(mean t_i^2) with t_i = (a - x_i)/a for x_i below a and (x_i - a)/(1 - a) above.
+// With y_i = x_i - shift and delta = a - shift, the nodes below a are those with y_i < delta,
+// a prefix of the sorted y found by binary search, and
+//
+//	sum_below (a - x_i)^2 = k delta^2 - 2 delta P1 + P2   (k, P1, P2 over the prefix)
+//	sum_above (x_i - a)^2 = Q2 - 2 delta Q1 + (n - k) delta^2,
+//
+// corrected for the candidate, whose old value leaves its side and new value joins its own.
+func consolidate(s *system, t *trial) float64 {
+	n, vb, va := s.place(t)
+	if n <= 0 {
+		return 0
+	}
+	p := s.prime
+	delta := (s.s1[p] - vb[p] + va[p]) / n
+	a := s.shift[p] + delta
+	if a <= 0 || a >= 1 {
+		return 0
+	}
+	k := sort.SearchFloat64s(s.sorted, delta) // sorted[:k] < delta <= sorted[k:]
+	total := len(s.sorted)
+	nb, b1, b2 := float64(k), s.pre1[k], s.pre2[k]
+	na, a1, a2 := float64(total-k), s.pre1[total]-s.pre1[k], s.pre2[total]-s.pre2[k]
+	if !t.extra {
+		y := vb[p]
+		if y < delta {
+			nb, b1, b2 = nb-1, b1-y, b2-y*y
+		} else {
+			na, a1, a2 = na-1, a1-y, a2-y*y
+		}
+	}
+	y := va[p]
+	if y < delta {
+		nb, b1, b2 = nb+1, b1+y, b2+y*y
+	} else {
+		na, a1, a2 = na+1, a1+y, a2+y*y
+	}
+	below := max(nb*delta*delta-2*delta*b1+b2, 0)
+	above := max(a2-2*delta*a1+na*delta*delta, 0)
+	meanT2 := (below/(a*a) + above/((1-a)*(1-a))) / n
+	return 1 - math.Sqrt(meanT2)
+}
+
+// fewestNodes is FEWEST_NODES: the number of the system's nodes in use (running a pod) after
 // placement. Every fitting node in use scores 10, a node the pod would be the first on 1
 // (unless no node in use fits). The order among the nodes in use is left to the scheduler's
 // NodeResourcesFit MostAllocated and NodeResourcesBalancedAllocation (the shipped profile):
-// every finer order the agent tried on its 0..10 scale (the fullest node, the objective's
-// former bimodality, fill with balance) overrode theirs and used more nodes
+// every finer order the agent tried on its 0..10 scale (the fullest node, CONSOLIDATE's
+// bimodality, fill with balance) overrode theirs and used more nodes
 // (agents/pigeon/README.md, "Packing against MostAllocated").
-func consolidate(s *system, t *trial) float64 {
+func fewestNodes(s *system, t *trial) float64 {
 	used := s.used
 	if t.usedBefore && !t.extra {
 		used--
@@ -301,7 +364,8 @@ func averageCapacity(m int, sys []nodeState) vec {
 
 // evaluate returns, for each candidate, the objective's value with the pod of the given demand
 // placed on it, and whether the pod fits there (a value is computed either way). It costs
-// O(n m^2) to sum the system once, then O(m^2) per candidate.
+// O(n m^2) to sum the system once, then O(m^2) per candidate (plus O(log n) for CONSOLIDATE,
+// which also sorts the system once).
 func evaluate(obj Objective, m, prime int, sys []nodeState, cands []candidate, demand *vec, demandCV float64) ([]float64, []bool) {
 	f := objectives[obj]
 	utils := make([]vec, len(sys))
@@ -312,7 +376,7 @@ func evaluate(obj Objective, m, prime int, sys []nodeState, cands []candidate, d
 			used++
 		}
 	}
-	s := newSystem(m, prime, utils, used, demandCV)
+	s := newSystem(m, prime, utils, obj == Consolidate, used, demandCV)
 	values := make([]float64, len(cands))
 	fit := make([]bool, len(cands))
 	// One trial for all candidates: passed to f through a function value, it escapes to the

@@ -75,7 +75,7 @@ func reportP99(b *testing.B, d []time.Duration) {
 //   - cluster-5000/candidates-500: the cache holds 5000 nodes and the request offers 500,
 //     what a scheduler with default percentageOfNodesToScore sends.
 func BenchmarkPrioritize(b *testing.B) {
-	for _, obj := range []Objective{ABinpack, LoadBalance, Consolidate} {
+	for _, obj := range []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes} {
 		for _, n := range []int{500, 5000} {
 			nodes, cache := benchCluster(n)
 			for _, mode := range []string{"annotations", "cluster"} {

@@ -22,13 +22,16 @@ const (
 	ABinpack Objective = "A_BINPACK"
 	// LoadBalance minimizes the spread of the prime resource's utilization over the nodes.
 	LoadBalance Objective = "LOAD_BALANCE"
-	// Consolidate minimizes the number of nodes in use (running a pod), leaving the order among
-	// the nodes in use to the scheduler's MostAllocated.
+	// Consolidate maximizes the distance of the prime utilizations from their mean, pushing
+	// nodes towards empty or full (the original design's objective).
 	Consolidate Objective = "CONSOLIDATE"
+	// FewestNodes minimizes the number of nodes in use (running a pod), leaving the order among
+	// the nodes in use to the scheduler's MostAllocated.
+	FewestNodes Objective = "FEWEST_NODES"
 )
 
 // objectiveNames lists the objectives in the order shown to users.
-var objectiveNames = []string{string(ABinpack), string(LoadBalance), string(Consolidate)}
+var objectiveNames = []string{string(ABinpack), string(LoadBalance), string(Consolidate), string(FewestNodes)}
 
 // The environment variables of the settings; each also has a kebab-case flag (see Config).
 const (
@@ -46,9 +49,9 @@ type Config struct {
 	// ephemeral-storage (1..5).
 	NumResources int `json:"numResources" env:"NUM_RESOURCES" flag:"num-resources" help:"number of resources considered, the first n of cpu, memory, pods, gpu, ephemeral-storage (1..5)"`
 	// Objective is the policy.
-	Objective Objective `json:"policyObjective" env:"POLICY_OBJECTIVE" flag:"policy-objective" help:"placement objective of the pigeon-holing priority, one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE"`
-	// ResourceIndex is the prime resource of LOAD_BALANCE, 0..n-1.
-	ResourceIndex int `json:"policyResourceIndex" env:"POLICY_RESOURCE_INDEX" flag:"policy-resource-index" help:"prime resource of LOAD_BALANCE, an index below NUM_RESOURCES (0 cpu, 1 memory, 2 pods, 3 gpu, 4 ephemeral-storage)"`
+	Objective Objective `json:"policyObjective" env:"POLICY_OBJECTIVE" flag:"policy-objective" help:"placement objective of the pigeon-holing priority, one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE, FEWEST_NODES"`
+	// ResourceIndex is the prime resource of LOAD_BALANCE and CONSOLIDATE, 0..n-1.
+	ResourceIndex int `json:"policyResourceIndex" env:"POLICY_RESOURCE_INDEX" flag:"policy-resource-index" help:"prime resource of LOAD_BALANCE and CONSOLIDATE, an index below NUM_RESOURCES (0 cpu, 1 memory, 2 pods, 3 gpu, 4 ephemeral-storage)"`
 	// GPUResource is the extended resource counted as gpu.
 	GPUResource string `json:"gpuResource" env:"PIGEON_GPU_RESOURCE" flag:"pigeon-gpu-resource" help:"extended resource counted as the gpu resource"`
 	// ConfigFile is the original's pigeon.cfg, read by ApplyFile (default none).

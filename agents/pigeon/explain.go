@@ -36,7 +36,7 @@ func (a *Agent) Explain(_ context.Context, _, _ string, pod *corev1.Pod, nodes [
 	}
 	var before any = "no node in the system"
 	if len(sys) > 0 {
-		s := newSystem(m, prime, utils, used, stats.coefVar(m, &avgCap))
+		s := newSystem(m, prime, utils, a.cfg.Objective == Consolidate, used, stats.coefVar(m, &avgCap))
 		u0 := inUse(m, &sys[0].use)
 		before = objectives[a.cfg.Objective](s, &trial{before: utils[0], after: utils[0], usedBefore: u0, usedAfter: u0})
 	}

@@ -29,8 +29,30 @@ var naiveObjectives = map[Objective]func(m, prime int, utils, uses []vec, demand
 		}
 		return math.Sqrt(v / float64(len(utils)))
 	},
-	// CONSOLIDATE: the number of nodes with some usage.
-	Consolidate: func(m, _ int, _, uses []vec, _ float64) float64 {
+	Consolidate: func(_, prime int, utils, _ []vec, _ float64) float64 {
+		var a float64
+		for _, u := range utils {
+			a += u[prime]
+		}
+		a /= float64(len(utils))
+		if a <= 0 || a >= 1 {
+			return 0
+		}
+		var sum float64
+		for _, u := range utils {
+			x := u[prime]
+			var t float64
+			if x < a {
+				t = (a - x) / a
+			} else {
+				t = (x - a) / (1 - a)
+			}
+			sum += t * t
+		}
+		return 1 - math.Sqrt(sum/float64(len(utils)))
+	},
+	// FEWEST_NODES: the number of nodes with some usage.
+	FewestNodes: func(m, _ int, _, uses []vec, _ float64) float64 {
 		var n float64
 		for _, u := range uses {
 			for j := 0; j < m; j++ {

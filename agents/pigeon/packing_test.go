@@ -380,18 +380,19 @@ func meanNodes(rs []packResult) float64 {
 }
 
 // TestPackingAgainstMostAllocated checks issue 26's target: with the shipped profile
-// (yamlfiles/extender.pigeon.yaml) CONSOLIDATE uses no more nodes than kube-scheduler's
-// MostAllocated on the lab's steady workload, seed by seed.
+// (yamlfiles/extender.pigeon.yaml) FEWEST_NODES uses no more nodes than kube-scheduler's
+// MostAllocated on the lab's steady workload, seed by seed. CONSOLIDATE (the original design's
+// objective, kept as it was) uses more: its rows are logged, not checked.
 func TestPackingAgainstMostAllocated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulation")
 	}
-	profiles := []packProfile{profMostAllocated, profPigeon(Consolidate), profPigeon(ABinpack)}
+	profiles := []packProfile{profMostAllocated, profPigeon(FewestNodes), profPigeon(Consolidate), profPigeon(ABinpack)}
 	out := packingFigures(t, profiles, 50, []uint64{1, 2, 3}, 240, 30)
 	for s := range out[0] {
-		ma, cons := out[0][s].nodesInUse, out[1][s].nodesInUse
-		if cons > ma {
-			t.Errorf("seed %d: CONSOLIDATE %.2f nodes in use, MostAllocated %.2f", s+1, cons, ma)
+		ma, fewest := out[0][s].nodesInUse, out[1][s].nodesInUse
+		if fewest > ma {
+			t.Errorf("seed %d: FEWEST_NODES %.2f nodes in use, MostAllocated %.2f", s+1, fewest, ma)
 		}
 	}
 }
@@ -399,7 +400,7 @@ func TestPackingAgainstMostAllocated(t *testing.T) {
 // TestPackingAlternatives logs, at the lab's 200 nodes (kube-scheduler scoring 100 of them) and
 // six seeds, the nodes in use of the profiles and orders tried to explain issue 26's finding
 // (docs/quality.md): MostAllocated with and without BalancedAllocation and scoring every node,
-// CONSOLIDATE and A_BINPACK with MostAllocated and with kube-scheduler's default
+// FEWEST_NODES, CONSOLIDATE and A_BINPACK with MostAllocated and with kube-scheduler's default
 // LeastAllocated, and finer orders the agent could give on its 0..10 scale. It takes about a
 // minute, so it runs only with PIGEON_PACKING_ALTERNATIVES=1.
 func TestPackingAlternatives(t *testing.T) {
@@ -412,9 +413,11 @@ func TestPackingAlternatives(t *testing.T) {
 	profiles := []packProfile{profMostAllocated,
 		{name: "MostAllocated without BalancedAllocation", fit: 1},
 		{name: "MostAllocated, every node scored", fit: 1, balanced: 1, scoreAll: true},
+		profPigeon(FewestNodes),
 		profPigeon(Consolidate),
 		profPigeon(ABinpack),
 		{name: "kube-scheduler defaults (LeastAllocated)", fit: 1, balanced: 1, least: true},
+		{name: "pigeon FEWEST_NODES with LeastAllocated", objective: FewestNodes, pigeonWeight: 2, fit: 1, balanced: 1, least: true},
 		{name: "pigeon CONSOLIDATE with LeastAllocated", objective: Consolidate, pigeonWeight: 2, fit: 1, balanced: 1, least: true},
 		{name: "pigeon A_BINPACK with LeastAllocated", objective: ABinpack, pigeonWeight: 2, fit: 1, balanced: 1, least: true},
 		order("fullest cpu", func(c *packCluster, i int, p packPod) float64 { return -float64(c.cpu[i]) }),

@@ -119,6 +119,24 @@ func TestLoadBalanceHandWorked(t *testing.T) {
 
 func TestConsolidateHandWorked(t *testing.T) {
 	a := newAgent(t, config(1, Consolidate), nil)
+	// a = 0.5125 after placement (see TestLoadBalanceHandWorked), 1 - a = 0.4875.
+	// t = (a-x)/a below a, (x-a)/(1-a) above; 0.95 always gives 0.4375/0.4875 = 0.897436 (t^2 0.805391).
+	//   on A, x = .3 .5 .95 .3: t^2 = 0.171921*2 + 0.000595 + 0.805391 = 1.149829, /4 = 0.287457,
+	//         1 - sqrt = 0.463850
+	//   on B, x = .2 .6 .95 .3: t^2 = 0.371803 + 0.032216 + 0.805391 + 0.171921 = 1.381331, /4 = 0.345333,
+	//         1 - sqrt = 0.412350
+	//   on D, x = .2 .5 .95 .4: t^2 = 0.371803 + 0.000595 + 0.805391 + 0.048185 = 1.225974, /4 = 0.306494,
+	//         1 - sqrt = 0.446381
+	// Smaller is better: B 10, A 1, D round(1 + 9*(0.463850-0.446381)/(0.463850-0.412350)) = round(4.05) = 4.
+	// The most utilized fitting node wins (C, fuller still, does not fit: 0).
+	got := score(a, cpuPod("p", 100), handCluster()...)
+	if diff := cmp.Diff([]int64{1, 10, 0, 4}, got); diff != "" {
+		t.Errorf("scores (-want +got):\n%s", diff)
+	}
+}
+
+func TestFewestNodesHandWorked(t *testing.T) {
+	a := newAgent(t, config(1, FewestNodes), nil)
 	// handCluster's four nodes are in use; E is empty. A pod of 100m leaves 4 nodes in use on
 	// A, B or D and 5 on E (C does not fit): A, B, D 10, E 1, C 0. The order among the nodes
 	// in use is the scheduler's (MostAllocated, BalancedAllocation).
@@ -133,7 +151,7 @@ func TestConsolidateHandWorked(t *testing.T) {
 	// The same with E outside the system (a cluster cache without it): one more node in use.
 	cl := &fakeCluster{synced: true, nodes: handCluster(), allocated: map[string]framework.Amounts{
 		"A": {corev1.ResourceCPU: 200}, "B": {corev1.ResourceCPU: 500}, "C": {corev1.ResourceCPU: 950}, "D": {corev1.ResourceCPU: 300}}}
-	if diff := cmp.Diff([]int64{10, 10, 0, 10, 1}, score(newAgent(t, config(1, Consolidate), cl), cpuPod("r", 100), nodes...)); diff != "" {
+	if diff := cmp.Diff([]int64{10, 10, 0, 10, 1}, score(newAgent(t, config(1, FewestNodes), cl), cpuPod("r", 100), nodes...)); diff != "" {
 		t.Errorf("100m, E outside the system: scores (-want +got):\n%s", diff)
 	}
 	// A node is in use when any considered resource is: memory alone counts (two resources).
@@ -141,7 +159,7 @@ func TestConsolidateHandWorked(t *testing.T) {
 		return fixtures.MakeNode().Name(name).Allocatable(fixtures.Res{corev1.ResourceCPU: "10", corev1.ResourceMemory: "10000Mi"}).
 			Annotations(map[string]string{"requested-cpu": "0", "requested-memory": strconv.Itoa(memMi << 20)}).Obj()
 	}
-	got := score(newAgent(t, config(2, Consolidate), nil), cpuPod("s", 100), mem("X", 1000), mem("Y", 0))
+	got := score(newAgent(t, config(2, FewestNodes), nil), cpuPod("s", 100), mem("X", 1000), mem("Y", 0))
 	if diff := cmp.Diff([]int64{10, 1}, got); diff != "" {
 		t.Errorf("memory in use: scores (-want +got):\n%s", diff)
 	}
@@ -202,7 +220,7 @@ func TestNotFitting(t *testing.T) {
 			Annotation("requested-memory", strconv.Itoa(7<<30)).Obj(),
 	}
 	p := pod("p").Req(fixtures.Res{corev1.ResourceCPU: "1", corev1.ResourceMemory: "2Gi"}).Obj()
-	for _, obj := range []Objective{ABinpack, LoadBalance, Consolidate} {
+	for _, obj := range []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes} {
 		// 2 GiB > 8 - 7 GiB: "short" does not fit; "roomy" is the only fitting node: 10.
 		if diff := cmp.Diff([]int64{10, 0}, score(newAgent(t, config(2, obj), nil), p, nodes...)); diff != "" {
 			t.Errorf("%s, 2 resources (-want +got):\n%s", obj, diff)

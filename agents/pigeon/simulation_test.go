@@ -196,7 +196,7 @@ func TestSimulation(t *testing.T) {
 		coldNodes, coldLarge, warmNodes, warmLarge []float64
 	}
 	rows := map[Objective]*row{}
-	objs := []Objective{ABinpack, LoadBalance, Consolidate}
+	objs := []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes}
 	for _, obj := range objs {
 		r := &row{}
 		for seed := uint64(1); seed <= simOrders; seed++ {

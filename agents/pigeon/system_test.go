@@ -55,7 +55,7 @@ func TestSystemMatchesRebuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 11))
 	kept := 0 // calls that reused the kept system
 	for iter := range 60 {
-		cfg := config(1+r.IntN(3), []Objective{ABinpack, LoadBalance, Consolidate}[r.IntN(3)])
+		cfg := config(1+r.IntN(3), []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes}[r.IntN(4)])
 		cfg.ResourceIndex = r.IntN(cfg.NumResources)
 		c := &changingCluster{fakeCluster: fakeCluster{synced: true, allocated: map[string]framework.Amounts{}},
 			generations: map[string]int64{}}

@@ -22,7 +22,7 @@ import (
 )
 
 // defaultOnly pairs each workload with the schedulers it is meant to compare.
-const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
+const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
 	"burst=defaults,most-allocated,safe,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
 
 func main() {

@@ -121,6 +121,7 @@ var Schedulers = []Scheduler{
 	{Name: "pigeon-lb", About: "extender: yamlfiles/extender.pigeon.yaml, LOAD_BALANCE, its pluginConfig (MostAllocated) removed as the file says",
 		File: "extender.pigeon.yaml", Env: pigeon("LOAD_BALANCE"), DefaultScoring: true},
 	{Name: "pigeon-cons", About: "extender: yamlfiles/extender.pigeon.yaml, CONSOLIDATE", File: "extender.pigeon.yaml", Env: pigeon("CONSOLIDATE")},
+	{Name: "pigeon-fewest", About: "extender: yamlfiles/extender.pigeon.yaml, FEWEST_NODES", File: "extender.pigeon.yaml", Env: pigeon("FEWEST_NODES")},
 	{Name: "reward", About: "extender: yamlfiles/extender.reward.yaml as shipped", File: "extender.reward.yaml"},
 	{Name: "gang", About: "extender: yamlfiles/extender.gang.yaml as shipped", File: "extender.gang.yaml"},
 	{Name: "plugins-gang", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with pod-group only (quorum, all-or-nothing permit, the shipped 60 s timeout in simulated time)",
