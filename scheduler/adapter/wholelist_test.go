@@ -35,6 +35,25 @@ func (firstAgent) Filters() []framework.Filter {
 }
 func (firstAgent) Prioritizers() []framework.Prioritizer { return nil }
 
+// fortyNodes returns a framework with the filter plugin of reg enabled over 40 identical nodes,
+// their infos in the snapshot's order, a pod, and its cycle state after PreFilter.
+func fortyNodes(t *testing.T, reg framework.Registration, plugin string) (schedframework.Framework, []fwk.NodeInfo, *corev1.Pod, *schedframework.CycleState) {
+	t.Helper()
+	var nodes []*corev1.Node
+	for i := range 40 {
+		n := fixtures.MakeNode().Name(fmt.Sprintf("n%02d", i)).Resources(fixtures.Res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj()
+		nodes = append(nodes, n)
+	}
+	fw, snap := mustFramework(t, newAdapter(t, reg), profileYAML("multiPoint:\n  enabled:\n  - name: "+plugin+"\n", ""), nodes, nil)
+	infos, _ := snap.NodeInfos().List()
+	pod := fixtures.MakePod().Name("p").Obj()
+	state := schedframework.NewCycleState()
+	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	return fw, infos, pod, state
+}
+
 // TestWholeListFilterJudgesEveryNodeAtOnce: a filter whose verdicts depend on the other nodes
 // of the call (framework.Filter.WholeList, as safe's adaptive filter) is judged over the whole
 // node list in one call, not chunk by chunk: of 40 nodes (three chunks of 16 otherwise) exactly
@@ -43,18 +62,7 @@ func TestWholeListFilterJudgesEveryNodeAtOnce(t *testing.T) {
 	reg := framework.Register("first", func() firstConfig { return firstConfig{} },
 		func(firstConfig, framework.Handle) (firstAgent, error) { return firstAgent{}, nil },
 		framework.Offer{Filters: []string{"first-only"}})
-	var nodes []*corev1.Node
-	for i := range 40 {
-		n := fixtures.MakeNode().Name(fmt.Sprintf("n%02d", i)).Resources(fixtures.Res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj()
-		nodes = append(nodes, n)
-	}
-	fw, snap := mustFramework(t, newAdapter(t, reg), profileYAML("multiPoint:\n  enabled:\n  - name: first-only\n", ""), nodes, nil)
-	infos, _ := snap.NodeInfos().List()
-	pod := fixtures.MakePod().Name("p").Obj()
-	state := schedframework.NewCycleState()
-	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
-		t.Fatal(s)
-	}
+	fw, infos, pod, state := fortyNodes(t, reg, "first-only")
 	passed := 0
 	for i := len(infos) - 1; i >= 0; i-- { // the last chunk first
 		if s := fw.RunFilterPlugins(t.Context(), state, pod, infos[i]); s.IsSuccess() {
@@ -118,19 +126,7 @@ func TestWholeListFilterForList(t *testing.T) {
 	reg := framework.Register("first-of-list", func() firstConfig { return firstConfig{} },
 		func(firstConfig, framework.Handle) (listAgent, error) { return listAgent{calls}, nil },
 		framework.Offer{Filters: []string{"first-of-list"}})
-	var nodes []*corev1.Node
-	for i := range 40 {
-		n := fixtures.MakeNode().Name(fmt.Sprintf("n%02d", i)).Resources(fixtures.Res{"cpu": "16", "memory": "64Gi", "pods": "110"}).Obj()
-		nodes = append(nodes, n)
-	}
-	fw, snap := mustFramework(t, newAdapter(t, reg), profileYAML("multiPoint:\n  enabled:\n  - name: first-of-list\n", ""), nodes, nil)
-	infos, _ := snap.NodeInfos().List()
-	pod := fixtures.MakePod().Name("p").Obj()
-
-	state := schedframework.NewCycleState()
-	if _, s, _ := fw.RunPreFilterPlugins(t.Context(), state, pod); !s.IsSuccess() {
-		t.Fatal(s)
-	}
+	fw, infos, pod, state := fortyNodes(t, reg, "first-of-list")
 	passed := 0
 	for i := len(infos) - 1; i >= 0; i-- { // the last chunk first
 		if s := fw.RunFilterPlugins(t.Context(), state, pod, infos[i]); s.IsSuccess() {
