@@ -11,17 +11,22 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/configz"
 	_ "k8s.io/component-base/logs/json/register" // for JSON log format registration, as kube-scheduler
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version" // for version metric registration
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/internal/memlimit"
@@ -30,7 +35,16 @@ import (
 )
 
 func main() {
-	klog.Info(memlimit.Apply())
+	// The soft memory limit is set at once; it is logged when the first plugin is built, after
+	// kube-scheduler has set up its logging (and never for --version or --help).
+	memoryLimit := memlimit.Apply()
+	var logLimit sync.Once
+	logged := func(f frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
+		return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			logLimit.Do(func() { klog.FromContext(ctx).Info(memoryLimit) })
+			return f(ctx, obj, h)
+		}
+	}
 	plugins, err := adapter.New(agents.All)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kube-safe-scheduler: %v\n", err)
@@ -42,7 +56,7 @@ func main() {
 	}
 	var options []app.Option
 	for _, name := range plugins.Names() {
-		options = append(options, app.WithPlugin(name, plugins.Factory(name)))
+		options = append(options, app.WithPlugin(name, logged(plugins.Factory(name))))
 	}
 	// The gang plugins (gang scheduling and the riya-scheduler's queue order) are not agent
 	// functions: they hold placements and order the queue, which only a scheduler can.
@@ -50,9 +64,9 @@ func main() {
 	// names; the three share one view of the groups.
 	groups := gangplugin.NewGroups()
 	options = append(options,
-		app.WithPlugin(gangplugin.PodGroupName, groups.NewPodGroup),
-		app.WithPlugin(gangplugin.CoschedulingName, groups.NewCoscheduling),
-		app.WithPlugin(gangplugin.GroupPriorityName, groups.NewGroupPriority))
+		app.WithPlugin(gangplugin.PodGroupName, logged(groups.NewPodGroup)),
+		app.WithPlugin(gangplugin.CoschedulingName, logged(groups.NewCoscheduling)),
+		app.WithPlugin(gangplugin.GroupPriorityName, logged(groups.NewGroupPriority)))
 	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
 }
 
