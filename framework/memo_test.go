@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
@@ -39,5 +40,28 @@ func TestNodeMemo(t *testing.T) {
 	memo.Get(node("d", "1", "w"), label) // the store past the bound clears the memo
 	if got := memo.Get(node("a", "2", "fresh"), label); got != "fresh" {
 		t.Fatalf("after the bound: %q, want the memo cleared", got)
+	}
+}
+
+func TestNodeBatchMemo(t *testing.T) {
+	node := func(name, rv string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+	var m NodeBatchMemo[int]
+	calls := 0
+	compute := func(*corev1.Node) int { calls++; return calls }
+	out := make([]int, 3)
+	m.Get([]*corev1.Node{node("a", "1"), node("b", "1"), node("c", "")}, out, compute)
+	if out[0] != 1 || out[1] != 2 || out[2] != 3 || calls != 3 {
+		t.Fatalf("first call: %v after %d computations", out, calls)
+	}
+	// a unchanged: remembered; b at a new version and c without one: computed again.
+	m.Get([]*corev1.Node{node("a", "1"), node("b", "2"), node("c", "")}, out, compute)
+	if out[0] != 1 || out[1] != 4 || out[2] != 5 || calls != 5 {
+		t.Fatalf("second call: %v after %d computations", out, calls)
+	}
+	m.Get([]*corev1.Node{node("b", "2")}, out, compute)
+	if out[0] != 4 || calls != 5 {
+		t.Fatalf("third call: %v after %d computations", out, calls)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -53,29 +52,13 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 // Agent is the congestion agent. It is safe for concurrent use; between calls it keeps only
 // the factors it parsed (factors), which change no answer.
 type Agent struct {
-	m       int64
-	factors factorMemo
+	m int64
+	// factors remembers each node's factor by name and resourceVersion: the annotation changes
+	// when the annotator rewrites it, every few seconds at most, while the scheduler asks about
+	// every node for every pod. Reading the annotation from each node's map was a tenth of
+	// plugin mode's scheduler CPU at 2000 nodes (docs/performance.md).
+	factors framework.NodeBatchMemo[int64]
 }
-
-// factorMemo remembers each node's congestion factor by node name and resourceVersion: the
-// annotation changes when the annotator rewrites it, every few seconds at most, while the
-// scheduler asks about every node for every pod. Reading the annotation from each node's map
-// was a tenth of plugin mode's scheduler CPU at 2000 nodes (docs/performance.md); a lookup here
-// is one probe of one map, locked once per call. A node's resourceVersion changes with every
-// change of the node, so a hit answers what Factor answers; a node without one is never
-// remembered.
-type factorMemo struct {
-	mu sync.RWMutex
-	m  map[string]factorEntry
-}
-
-type factorEntry struct {
-	rv     string
-	factor int64
-}
-
-// maxFactorNodes bounds factorMemo (nodes deleted leave their entry); past it, the memo starts over.
-const maxFactorNodes = 1 << 17
 
 var _ framework.Agent = (*Agent)(nil)
 
@@ -102,40 +85,9 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 // resourceVersion, see factorMemo).
 func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	out := make([]int64, len(nodes))
-	missed := false
-	a.factors.mu.RLock()
-	for i, n := range nodes {
-		if e, ok := a.factors.m[n.Name]; ok && e.rv == n.ResourceVersion && e.rv != "" {
-			out[i] = Score(e.factor, a.m)
-		} else {
-			out[i], missed = -1, true // scores are never negative
-		}
-	}
-	a.factors.mu.RUnlock()
-	if !missed {
-		return out, nil
-	}
-	var parsed []int // positions of the nodes parsed here that have a resourceVersion
-	factors := make([]int64, len(nodes))
-	for i, n := range nodes {
-		if out[i] >= 0 {
-			continue
-		}
-		factors[i] = Factor(n.Annotations)
-		out[i] = Score(factors[i], a.m)
-		if n.ResourceVersion != "" {
-			parsed = append(parsed, i)
-		}
-	}
-	if len(parsed) > 0 {
-		a.factors.mu.Lock()
-		if a.factors.m == nil || len(a.factors.m)+len(parsed) > maxFactorNodes {
-			a.factors.m = make(map[string]factorEntry, len(nodes))
-		}
-		for _, i := range parsed {
-			a.factors.m[nodes[i].Name] = factorEntry{rv: nodes[i].ResourceVersion, factor: factors[i]}
-		}
-		a.factors.mu.Unlock()
+	a.factors.Get(nodes, out, func(n *corev1.Node) int64 { return Factor(n.Annotations) })
+	for i, f := range out {
+		out[i] = Score(f, a.m)
 	}
 	return out, nil
 }

@@ -1,7 +1,6 @@
 package safe
 
 import (
-	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +8,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
-// nodeEntry is what the agent remembers of one version of a node (nodeEntries, by name and
+// nodeEntry is what the agent remembers of one version of a node (Agent.nodes, by name and
 // resourceVersion): its inputs, and the latest answer of each function for one demand at
 // one generation of the node's pods.
 //
@@ -74,17 +73,6 @@ type scoreMemo struct {
 	has bool
 }
 
-// nodeEntries holds the entries by node name: a map read under a lock taken once per batch of
-// nodes (entries), cheaper per node than a sync.Map's lookup, which was the larger part of a
-// filter call once the answers were remembered.
-type nodeEntries struct {
-	mu sync.RWMutex
-	m  map[string]*nodeEntry
-}
-
-// maxEntries bounds nodeEntries (nodes deleted leave theirs); past it, the memo starts over.
-const maxEntries = 1 << 17
-
 // entryBatch is how many nodes' entries entries looks up under one lock.
 const entryBatch = 64
 
@@ -97,47 +85,10 @@ func (a *Agent) entry(n *corev1.Node) *nodeEntry {
 
 // entries writes the entry of each node of nodes into out (len(out) >= len(nodes)), reading
 // the inputs of the nodes whose version is new. A node without a resourceVersion gets a new
-// entry, never kept (its version cannot be told from the next).
+// entry, never kept (its version cannot be told from the next); two calls reading the same
+// version share the entry kept first, and so its answers.
 func (a *Agent) entries(nodes []*corev1.Node, out []*nodeEntry) {
-	missed := false
-	a.nodes.mu.RLock()
-	for i, n := range nodes {
-		if e := a.nodes.m[n.Name]; e != nil && e.rv == n.ResourceVersion && e.rv != "" {
-			out[i] = e
-		} else {
-			out[i], missed = nil, true
-		}
-	}
-	a.nodes.mu.RUnlock()
-	if !missed {
-		return
-	}
-	kept := false
-	for i, n := range nodes {
-		if out[i] == nil {
-			out[i] = &nodeEntry{rv: n.ResourceVersion, in: a.readNode(n)}
-			kept = kept || n.ResourceVersion != ""
-		}
-	}
-	if !kept {
-		return
-	}
-	a.nodes.mu.Lock()
-	defer a.nodes.mu.Unlock()
-	if a.nodes.m == nil || len(a.nodes.m)+len(nodes) > maxEntries {
-		a.nodes.m = make(map[string]*nodeEntry, len(nodes))
-	}
-	for i, n := range nodes {
-		e := out[i]
-		if e.rv == "" {
-			continue
-		}
-		if old := a.nodes.m[n.Name]; old != nil && old.rv == e.rv {
-			out[i] = old // another call read the same version first: share its answers
-			continue
-		}
-		a.nodes.m[n.Name] = e
-	}
+	a.nodes.Get(nodes, out, func(n *corev1.Node) *nodeEntry { return &nodeEntry{rv: n.ResourceVersion, in: a.readNode(n)} })
 }
 
 // answerKey returns the key of n's answers for call c, keep false when they may not be

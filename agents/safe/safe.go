@@ -265,7 +265,7 @@ type Agent struct {
 	staleNodes map[string]prometheus.Gauge
 	// nodes memoizes each node's parsed annotations and allocatable, and its latest answers
 	// (see nodeEntry).
-	nodes nodeEntries
+	nodes framework.NodeBatchMemo[*nodeEntry]
 	// cluster is the cluster view (nil without cluster access): it gives the requests of a
 	// node without statistics and the pods placed since a node's statistics.
 	cluster framework.Cluster
