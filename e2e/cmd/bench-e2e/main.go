@@ -185,6 +185,9 @@ func main() {
 		"machine's drift spreads over every mode; with more than one, medians follow the table")
 	flag.StringVar(&profileDir, "cpuprofile", "", "directory to write each scheduler's CPU profile to (<nodes>-<mode>.pprof, the first -profile-seconds of its run)")
 	flag.DurationVar(&profileFor, "profile-seconds", 5*time.Second, "length of each CPU profile")
+	perfList := flag.String("perf", "SchedulingBasic,AnnotatedDefault,AnnotatedPlugins,AnnotatedPluginsPigeon,AnnotatedChurnDefault,AnnotatedChurnPlugins",
+		"comma-separated test cases of kube-scheduler's own benchmark (scheduler_perf, scheduler/perf/performance-config.yaml) "+
+			"to run after the modes in each round, at the node counts it has workloads for (\"\": none)")
 	flag.Parse()
 
 	s := harness.NewSession(os.Stderr)
@@ -201,6 +204,18 @@ func main() {
 	for _, m := range strings.Split(*only, ",") {
 		selected[strings.TrimSpace(m)] = true
 	}
+	perf, err := perfModes(*perfList)
+	if err != nil {
+		s.Fatalf("%v", err)
+	}
+	all := append(append([]mode(nil), modes...), perf...)
+	for _, m := range perf {
+		selected[m.name] = true
+	}
+	var runner *perfRunner
+	if len(perf) > 0 {
+		runner = newPerfRunner(s)
+	}
 
 	type row struct {
 		nodes, round int
@@ -216,8 +231,19 @@ func main() {
 		createNodes(s, c, n)
 		p := startExtenders(s, c)
 		for round := 1; round <= *rounds; round++ {
-			for _, m := range modes {
+			for _, m := range all {
 				if !selected[m.name] {
+					continue
+				}
+				if c, ok := strings.CutPrefix(m.name, perfPrefix); ok {
+					r, ok := runner.run(s, c, n, round, *timeout)
+					if !ok {
+						fmt.Fprintf(os.Stderr, "bench-e2e: scheduler_perf has no %d-node workload of %s: skipped\n", n, c)
+						continue
+					}
+					fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, test process %.2f CPU ms/pod, load %.1f\n",
+						n, round, m.name, r.rate, r.schedCPU, r.load)
+					rows = append(rows, row{n, round, m, r, "-"})
 					continue
 				}
 				before := serveTimes(p)
@@ -233,17 +259,22 @@ func main() {
 	}
 
 	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode, %s, %d CPUs\n\n", *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
+	if len(perf) > 0 {
+		fmt.Println("perf:<case> rows are kube-scheduler's own benchmark (scheduler_perf, scheduler/perf): pods/s is its " +
+			"SchedulingThroughput average, CPU the test process's (the scheduler and its in-process kube-apiserver) per " +
+			"measured pod, and their ratios are to the same nodes with the default profile (perf:AnnotatedDefault, or " +
+			"perf:AnnotatedChurnDefault with churn).")
+		fmt.Println()
+	}
 	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | extenders CPU ms/pod | load | extender's own time per call (mean) |")
 	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---|")
-	type key struct{ nodes, round int }
-	base, names := map[key]result{}, map[key]result{}
+	type key struct {
+		nodes, round int
+		mode         string
+	}
+	results := map[key]result{}
 	for _, r := range rows {
-		switch r.mode.name {
-		case "alone":
-			base[key{r.nodes, r.round}] = r.result
-		case "names":
-			names[key{r.nodes, r.round}] = r.result
-		}
+		results[key{r.nodes, r.round, r.mode.name}] = r.result
 	}
 	ratio := func(x, b float64) string {
 		if b > 0 {
@@ -252,7 +283,7 @@ func main() {
 		return "n/a"
 	}
 	for _, r := range rows {
-		b := base[key{r.nodes, r.round}]
+		b := results[key{r.nodes, r.round, baseOf(r.mode.name)}]
 		label := r.mode.name
 		if *rounds > 1 {
 			label = fmt.Sprintf("%s, round %d", r.mode.name, r.round)
@@ -269,17 +300,17 @@ func main() {
 	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | extenders CPU ms/pod | pods/s ratio to names | load |")
 	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range counts {
-		for _, m := range modes {
+		for _, m := range all {
 			var rates, toAlone, cpu, cpuToAlone, ext, toNames, load []float64
 			for _, r := range rows {
 				if r.nodes != n || r.mode.name != m.name {
 					continue
 				}
 				rates, cpu, ext, load = append(rates, r.rate), append(cpu, r.schedCPU), append(ext, r.extCPU), append(load, r.load)
-				if b := base[key{n, r.round}]; b.rate > 0 && b.schedCPU > 0 {
+				if b := results[key{n, r.round, baseOf(m.name)}]; b.rate > 0 && b.schedCPU > 0 {
 					toAlone, cpuToAlone = append(toAlone, r.rate/b.rate), append(cpuToAlone, r.schedCPU/b.schedCPU)
 				}
-				if b := names[key{n, r.round}]; b.rate > 0 {
+				if b := results[key{n, r.round, "names"}]; b.rate > 0 && !strings.HasPrefix(m.name, perfPrefix) {
 					toNames = append(toNames, r.rate/b.rate)
 				}
 			}

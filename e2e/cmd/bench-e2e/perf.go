@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
+)
+
+// kube-scheduler's own benchmark (scheduler_perf, in scheduler/perf) as modes of this one, so
+// that its workloads and bench-e2e's modes are measured side by side in one run: mode
+// "perf:<case>" runs the test case's <nodes>Nodes workload in its own process (the scheduler and
+// an in-process kube-apiserver, with the harness's etcd), and reads its SchedulingThroughput
+// average and the process's CPU time per measured pod (perf_test.go's perf-cpu line).
+
+// perfCases are the test cases of scheduler/perf/performance-config.yaml, with what they run and
+// the case their ratio is taken to (the same nodes with the default profile).
+var perfCases = map[string]struct{ about, base string }{
+	"SchedulingBasic":        {"scheduler_perf SchedulingBasic, default profile", "AnnotatedDefault"},
+	"AnnotatedDefault":       {"scheduler_perf on annotated nodes, default profile", "AnnotatedDefault"},
+	"AnnotatedPlugins":       {"scheduler_perf on annotated nodes, safe-overload + congestion plugins", "AnnotatedDefault"},
+	"AnnotatedPluginsPigeon": {"scheduler_perf on annotated nodes, plugins + pigeon-holing", "AnnotatedDefault"},
+	"AnnotatedChurnDefault":  {"scheduler_perf on annotated nodes with mixed churn, default profile", "AnnotatedChurnDefault"},
+	"AnnotatedChurnPlugins":  {"scheduler_perf on annotated nodes with mixed churn, safe-overload + congestion plugins", "AnnotatedChurnDefault"},
+}
+
+const perfPrefix = "perf:"
+
+// perfModes returns the modes of the listed cases ("" for none), or an error naming an unknown one.
+func perfModes(list string) ([]mode, error) {
+	var out []mode
+	for _, c := range strings.Split(list, ",") {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		pc, ok := perfCases[c]
+		if !ok {
+			known := make([]string, 0, len(perfCases))
+			for k := range perfCases {
+				known = append(known, k)
+			}
+			return nil, fmt.Errorf("-perf: no scheduler_perf case %q (the cases: %s)", c, strings.Join(known, ", "))
+		}
+		out = append(out, mode{name: perfPrefix + c, about: pc.about, extenders: noExtenders})
+	}
+	return out, nil
+}
+
+// baseOf is the mode a mode's ratios are taken to: alone, or for a scheduler_perf case the same
+// workload with the default profile.
+func baseOf(name string) string {
+	if c, ok := strings.CutPrefix(name, perfPrefix); ok {
+		return perfPrefix + perfCases[c].base
+	}
+	return "alone"
+}
+
+// perfRunner builds scheduler_perf's test binary once and runs its workloads.
+type perfRunner struct {
+	bin, dir, path string
+	sizes          map[int]bool
+	logDir         string
+}
+
+func newPerfRunner(s *harness.Session) *perfRunner {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		s.Fatalf("%v", err)
+	}
+	cache, err := harness.CacheDir() // the harness's etcd is there
+	if err != nil {
+		s.Fatalf("%v", err)
+	}
+	harness.ControlPlane(s)
+	r := &perfRunner{
+		bin:    filepath.Join(root, ".cache", "scheduler", "perf.test"),
+		dir:    filepath.Join(root, "scheduler", "perf"),
+		path:   cache + string(os.PathListSeparator) + os.Getenv("PATH"),
+		sizes:  map[int]bool{},
+		logDir: harness.LogDir(s),
+	}
+	cfg, err := os.ReadFile(filepath.Join(r.dir, "performance-config.yaml"))
+	if err != nil {
+		s.Fatalf("%v", err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*- name: (\d+)Nodes\s*$`).FindAllStringSubmatch(string(cfg), -1) {
+		n, _ := strconv.Atoi(m[1])
+		r.sizes[n] = true
+	}
+	fmt.Fprintf(os.Stderr, "bench-e2e: building scheduler_perf's test binary (scheduler/perf, -tags perf)\n")
+	build := exec.CommandContext(s.Context(), "go", "test", "-c", "-tags", "perf", "-o", r.bin, ".")
+	build.Dir = r.dir
+	if out, err := build.CombinedOutput(); err != nil {
+		s.Fatalf("building scheduler_perf: %v\n%s", err, out)
+	}
+	return r
+}
+
+var (
+	perfThroughput = regexp.MustCompile(`([0-9.]+) SchedulingThroughput/Average`)
+	perfCPU        = regexp.MustCompile(`(?m)^perf-cpu \S+ ms/pod=([0-9.]+) pods=(\d+)`)
+)
+
+// run runs case c's <nodes>Nodes workload; ok is false when the configuration has no workload of
+// that size.
+func (r *perfRunner) run(s *harness.Session, c string, nodes, round int, timeout time.Duration) (res result, ok bool) {
+	if !r.sizes[nodes] {
+		return result{}, false
+	}
+	ctx, cancel := context.WithTimeout(s.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.bin, "-test.run", "^$", "-test.benchtime", "1x", "-test.timeout", timeout.String(),
+		"-test.bench", fmt.Sprintf("^BenchmarkPerfScheduling$/^%s$/^%dNodes$", c, nodes))
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "PATH="+r.path)
+	out, err := cmd.CombinedOutput()
+	log := filepath.Join(r.logDir, fmt.Sprintf("perf-%s-%d-%d.log", c, nodes, round))
+	_ = os.WriteFile(log, out, 0o644)
+	tp := perfThroughput.FindSubmatch(out)
+	cpu := perfCPU.FindSubmatch(out)
+	if err != nil || tp == nil || cpu == nil {
+		s.Fatalf("scheduler_perf %s/%dNodes: no result (%v); its output: %s", c, nodes, err, log)
+	}
+	res.rate, _ = strconv.ParseFloat(string(tp[1]), 64)
+	res.schedCPU, _ = strconv.ParseFloat(string(cpu[1]), 64)
+	res.load = loadAverage()
+	return res, true
+}
