@@ -62,7 +62,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags all .
 	cd e2e && $(GO) vet ./...
-	cd scheduler && $(GO) vet ./...
+	cd scheduler && $(GO) vet ./... && $(GO) vet -tags perf ./perf
 
 ## images: one image per agent, one with all agents, one for the annotator, the plugin scheduler (needs a Docker engine)
 images:
@@ -88,13 +88,17 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	$(MAKE) load
 
-## bench-perf: kube-scheduler's own benchmark (scheduler_perf) with the agents as out-of-tree plugins,
-## against the etcd the e2e harness builds (make e2e builds it into .cache/bin)
+## bench-perf: kube-scheduler's own benchmark (scheduler_perf, scheduler/perf) with the agents as
+## out-of-tree plugins, every test case at BENCH_PERF_NODES nodes (20, 500, 2000 or 5000), against
+## the harness's etcd; bench-e2e runs the same cases beside its modes, in one table
+BENCH_PERF_NODES ?= 500
 bench-perf:
+	cd e2e && $(GO) run ./harness/cmd/prepare
 	cd scheduler && PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -tags perf -run '^$$' -timeout 60m \
-		-bench 'PerfScheduling/(SchedulingBasic|AnnotatedDefault|AnnotatedPlugins)/500Nodes$$' -benchtime 1x ./perf
+		-bench 'PerfScheduling/^(SchedulingBasic|Annotated.*)$$/^$(BENCH_PERF_NODES)Nodes$$' -benchtime 1x ./perf
 
-## bench-e2e: pods/s of kube-scheduler alone and with the extenders, side by side
+## bench-e2e: pods/s and CPU per pod of kube-scheduler alone, with the extenders and in plugin mode,
+## and scheduler_perf's cases (bench-perf), side by side
 bench-e2e:
 	cd e2e && $(GO) run ./cmd/bench-e2e
 

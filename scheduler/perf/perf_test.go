@@ -130,7 +130,7 @@ func annotateNodes(tCtx ktesting.TContext, sched *scheduler.Scheduler, _ *perf.W
 	if err := <-errs; err != nil {
 		return err
 	}
-	tCtx.Logf("perf: gave %d nodes an annotator's statistics", len(marked))
+	fmt.Printf("perf: gave %d nodes an annotator's statistics\n", len(marked))
 	return wait.PollUntilContextTimeout(tCtx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		for _, n := range marked {
 			info, err := sched.Cache.GetNode(n.Name)

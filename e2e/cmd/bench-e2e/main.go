@@ -241,6 +241,9 @@ func main() {
 						fmt.Fprintf(os.Stderr, "bench-e2e: scheduler_perf has no %d-node workload of %s: skipped\n", n, c)
 						continue
 					}
+					if r.rate == 0 {
+						s.Fatalf("scheduler_perf %s/%dNodes reported no SchedulingThroughput: its output: %s", c, n, runner.logFile(c, n, round))
+					}
 					fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, test process %.2f CPU ms/pod, load %.1f\n",
 						n, round, m.name, r.rate, r.schedCPU, r.load)
 					rows = append(rows, row{n, round, m, r, "-"})

@@ -68,9 +68,12 @@ type perfRunner struct {
 	bin, dir, path string
 	sizes          map[int]bool
 	logDir         string
+	// measured is the pods each workload measures (its measurePods), which the test process
+	// takes its CPU per pod over (PERF_MEASURED_PODS).
+	measured int
 }
 
-func newPerfRunner(s *harness.Session) *perfRunner {
+func newPerfRunner(s harness.T) *perfRunner {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		s.Fatalf("%v", err)
@@ -81,11 +84,12 @@ func newPerfRunner(s *harness.Session) *perfRunner {
 	}
 	harness.ControlPlane(s)
 	r := &perfRunner{
-		bin:    filepath.Join(root, ".cache", "scheduler", "perf.test"),
-		dir:    filepath.Join(root, "scheduler", "perf"),
-		path:   cache + string(os.PathListSeparator) + os.Getenv("PATH"),
-		sizes:  map[int]bool{},
-		logDir: harness.LogDir(s),
+		bin:      filepath.Join(root, ".cache", "scheduler", "perf.test"),
+		dir:      filepath.Join(root, "scheduler", "perf"),
+		path:     cache + string(os.PathListSeparator) + os.Getenv("PATH"),
+		sizes:    map[int]bool{},
+		logDir:   harness.LogDir(s),
+		measured: 1000,
 	}
 	cfg, err := os.ReadFile(filepath.Join(r.dir, "performance-config.yaml"))
 	if err != nil {
@@ -110,8 +114,8 @@ var (
 )
 
 // run runs case c's <nodes>Nodes workload; ok is false when the configuration has no workload of
-// that size.
-func (r *perfRunner) run(s *harness.Session, c string, nodes, round int, timeout time.Duration) (res result, ok bool) {
+// that size. The rate is 0 when the workload was too short for scheduler_perf to report one.
+func (r *perfRunner) run(s harness.T, c string, nodes, round int, timeout time.Duration) (res result, ok bool) {
 	if !r.sizes[nodes] {
 		return result{}, false
 	}
@@ -120,17 +124,24 @@ func (r *perfRunner) run(s *harness.Session, c string, nodes, round int, timeout
 	cmd := exec.CommandContext(ctx, r.bin, "-test.run", "^$", "-test.benchtime", "1x", "-test.timeout", timeout.String(),
 		"-test.bench", fmt.Sprintf("^BenchmarkPerfScheduling$/^%s$/^%dNodes$", c, nodes))
 	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "PATH="+r.path)
+	cmd.Env = append(os.Environ(), "PATH="+r.path, fmt.Sprintf("PERF_MEASURED_PODS=%d", r.measured))
 	out, err := cmd.CombinedOutput()
-	log := filepath.Join(r.logDir, fmt.Sprintf("perf-%s-%d-%d.log", c, nodes, round))
+	log := r.logFile(c, nodes, round)
 	_ = os.WriteFile(log, out, 0o644)
-	tp := perfThroughput.FindSubmatch(out)
 	cpu := perfCPU.FindSubmatch(out)
-	if err != nil || tp == nil || cpu == nil {
+	if err != nil || cpu == nil {
 		s.Fatalf("scheduler_perf %s/%dNodes: no result (%v); its output: %s", c, nodes, err, log)
 	}
-	res.rate, _ = strconv.ParseFloat(string(tp[1]), 64)
 	res.schedCPU, _ = strconv.ParseFloat(string(cpu[1]), 64)
+	// scheduler_perf reports no throughput for a run shorter than its sampling (1 s): rate 0.
+	if tp := perfThroughput.FindSubmatch(out); tp != nil {
+		res.rate, _ = strconv.ParseFloat(string(tp[1]), 64)
+	}
 	res.load = loadAverage()
 	return res, true
+}
+
+// logFile is where run keeps the output of case c's workload of that size in that round.
+func (r *perfRunner) logFile(c string, nodes, round int) string {
+	return filepath.Join(r.logDir, fmt.Sprintf("perf-%s-%d-%d.log", c, nodes, round))
 }
