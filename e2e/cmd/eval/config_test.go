@@ -126,3 +126,24 @@ func TestWeightsAndRequestScores(t *testing.T) {
 		t.Errorf("request scores not disabled:\n%s", u.SchedulerConfig)
 	}
 }
+
+// TestDefaultOnlyRunsByDefault: -only narrows -schedulers, so a scheduler that the default
+// pairing names but the default list leaves out never runs under make eval (pigeon-fewest did
+// not, until this test).
+func TestDefaultOnlyRunsByDefault(t *testing.T) {
+	def := map[string]bool{}
+	for _, n := range strings.Split(defaultSchedulers, ",") {
+		if _, err := findScheduler(n); err != nil {
+			t.Errorf("defaultSchedulers: %v", err)
+		}
+		def[n] = true
+	}
+	for _, part := range strings.Split(defaultOnly, ";") {
+		w, list, _ := strings.Cut(part, "=")
+		for _, n := range strings.Split(list, ",") {
+			if !def[n] {
+				t.Errorf("defaultOnly runs %s on %s, but defaultSchedulers leaves it out", n, w)
+			}
+		}
+	}
+}

@@ -21,6 +21,10 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
+// defaultSchedulers is -schedulers' default: every scheduler defaultOnly names
+// (TestDefaultOnlyRunsByDefault), since -only narrows -schedulers and never adds to it.
+const defaultSchedulers = "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb"
+
 // defaultOnly pairs each workload with the schedulers it is meant to compare.
 const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
 	"burst=defaults,most-allocated,safe,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
@@ -32,7 +36,7 @@ func main() {
 	meanRun := flag.Float64("mean-run", 30, "pods' mean run time, simulated minutes")
 	speed := flag.Float64("speed", 30, "simulated seconds per real second")
 	seedList := flag.String("seeds", "1,2,3", "comma-separated seeds; each seed is one workload, the same for every scheduler")
-	schedList := flag.String("schedulers", "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb", "comma-separated schedulers")
+	schedList := flag.String("schedulers", defaultSchedulers, "comma-separated schedulers")
 	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
 	only := flag.String("only", defaultOnly, "per-workload scheduler subsets, workload=scheduler,...;... (a workload not named runs every scheduler of -schedulers); empty: every scheduler on every workload")
 	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
