@@ -40,11 +40,24 @@ func main() {
 	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
 	only := flag.String("only", defaultOnly, "per-workload scheduler subsets, workload=scheduler,...;... (a workload not named runs every scheduler of -schedulers); empty: every scheduler on every workload")
 	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
+	mergeList := flag.String("merge", "", "comma-separated results.csv files of earlier runs: write their merged table, medians, ratios "+
+		"and overload bars into -out (a later file's row replaces an earlier one of the same workload, scheduler and seed), and run nothing")
 	flag.Parse()
 
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "eval: "+format+"\n", args...)
 		os.Exit(2)
+	}
+	if *mergeList != "" {
+		if *out == "" {
+			fail("-merge needs -out, the folder to write the merged report into")
+		}
+		if err := merge(strings.Split(*mergeList, ","), *out); err != nil {
+			fail("-merge: %v", err)
+		}
+		md, _ := os.ReadFile(filepath.Join(*out, "results.md"))
+		os.Stdout.Write(md)
+		return
 	}
 	var seeds []uint64
 	for _, f := range strings.Split(*seedList, ",") {
@@ -143,7 +156,7 @@ func main() {
 				sess.Close()
 				results = append(results, r)
 				// The table so far, so that an interrupted run keeps what it measured.
-				if err := writeReport(*out, command, rc, seeds, results); err != nil {
+				if err := writeReport(*out, runHeader(command, rc, seeds), results); err != nil {
 					fail("writing the report: %v", err)
 				}
 			}

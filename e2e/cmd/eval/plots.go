@@ -13,7 +13,8 @@ import (
 
 // writePlots writes, per workload: util-<w>.png (mean cpu utilization of the nodes in use over
 // time, one line per scheduler, first seed), hot-<w>.png (nodes above 90 %), nodes-<w>.png (nodes in use over time) and
-// overload-<w>.png (overloaded node-minutes above 90 %, median over seeds, per scheduler).
+// overload-<w>.png (overloaded node-minutes above 90 %, median over seeds, per scheduler); merged
+// results, which keep no series, get the overload bars only.
 func writePlots(dir string, results []Result) error {
 	var works []string
 	byWork := map[string][]Result{}
@@ -32,20 +33,10 @@ func writePlots(dir string, results []Result) error {
 				lines = append(lines, r)
 			}
 		}
-		util := func(p Point) float64 { return 100 * p.CPUInUse }
-		nodes := func(p Point) float64 { return float64(p.NodesInUse) }
-		if err := linePlot(filepath.Join(dir, "util-"+w+".png"),
-			fmt.Sprintf("%s (seed %d): cpu utilization of the nodes in use", w, first), "% of allocatable", lines, util); err != nil {
-			return err
-		}
-		hot := func(p Point) float64 { return float64(p.Hot) }
-		if err := linePlot(filepath.Join(dir, "hot-"+w+".png"),
-			fmt.Sprintf("%s (seed %d): nodes whose true usage is above 90 %%", w, first), "nodes", lines, hot); err != nil {
-			return err
-		}
-		if err := linePlot(filepath.Join(dir, "nodes-"+w+".png"),
-			fmt.Sprintf("%s (seed %d): nodes in use", w, first), "nodes", lines, nodes); err != nil {
-			return err
+		if len(lines[0].Series) > 0 { // merged results (eval -merge) keep no series: bars only
+			if err := linePlots(dir, w, first, lines); err != nil {
+				return err
+			}
 		}
 		// Overload bars: median over seeds per scheduler, in first-seen order.
 		var names []string
@@ -70,9 +61,31 @@ func writePlots(dir string, results []Result) error {
 		b.Color = color.RGBA{R: 200, G: 60, B: 40, A: 255}
 		p.Add(b)
 		p.NominalX(names...)
-		if err := p.Save(7*vg.Inch, 3.2*vg.Inch, filepath.Join(dir, "overload-"+w+".png")); err != nil {
+		width := max(7*vg.Inch, vg.Length(len(names))*0.7*vg.Inch) // room for every scheduler's name
+		if err := p.Save(width, 3.2*vg.Inch, filepath.Join(dir, "overload-"+w+".png")); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// linePlots writes workload w's utilization, hot nodes and nodes in use over time, a line per
+// scheduler of the first seed.
+func linePlots(dir, w string, first uint64, lines []Result) error {
+	util := func(p Point) float64 { return 100 * p.CPUInUse }
+	nodes := func(p Point) float64 { return float64(p.NodesInUse) }
+	if err := linePlot(filepath.Join(dir, "util-"+w+".png"),
+		fmt.Sprintf("%s (seed %d): cpu utilization of the nodes in use", w, first), "% of allocatable", lines, util); err != nil {
+		return err
+	}
+	hot := func(p Point) float64 { return float64(p.Hot) }
+	if err := linePlot(filepath.Join(dir, "hot-"+w+".png"),
+		fmt.Sprintf("%s (seed %d): nodes whose true usage is above 90 %%", w, first), "nodes", lines, hot); err != nil {
+		return err
+	}
+	if err := linePlot(filepath.Join(dir, "nodes-"+w+".png"),
+		fmt.Sprintf("%s (seed %d): nodes in use", w, first), "nodes", lines, nodes); err != nil {
+		return err
 	}
 	return nil
 }

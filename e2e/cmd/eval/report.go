@@ -16,34 +16,41 @@ var columns = []struct {
 	name string
 	val  func(f Figures) float64
 	prec int
+	// set reads the column back (eval -merge).
+	set func(f *Figures, v float64)
 }{
-	{"overload >80% node-min", func(f Figures) float64 { return f.Overload[0] }, 0},
-	{"overload >90% node-min", func(f Figures) float64 { return f.Overload[1] }, 0},
-	{"overload >100% node-min", func(f Figures) float64 { return f.Overload[2] }, 0},
-	{"worst node p99 util", func(f Figures) float64 { return f.WorstP99 }, 2},
-	{"pods created", func(f Figures) float64 { return float64(f.Created) }, 0},
-	{"placed", func(f Figures) float64 { return float64(f.Placed) }, 0},
-	{"pending at end", func(f Figures) float64 { return float64(f.Pending) }, 0},
-	{"bind p50 s", func(f Figures) float64 { return f.BindP50 }, 2},
-	{"bind p99 s", func(f Figures) float64 { return f.BindP99 }, 2},
-	{"nodes in use", func(f Figures) float64 { return f.NodesInUse }, 1},
-	{"cpu util in use", func(f Figures) float64 { return f.CPUInUse }, 2},
-	{"mem util in use", func(f Figures) float64 { return f.MemInUse }, 2},
-	{"cv cpu util", func(f Figures) float64 { return f.CV }, 3},
-	{"failed starts", func(f Figures) float64 { return float64(f.FailedStarts) }, 0},
-	{"groups complete/created", func(f Figures) float64 { return f.GroupShare }, 2},
-	{"groups partial at end", func(f Figures) float64 { return float64(f.GroupsPartial) }, 0},
-	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0},
-	{"longest sample gap min", func(f Figures) float64 { return f.MaxGap }, 1},
+	{"overload >80% node-min", func(f Figures) float64 { return f.Overload[0] }, 0, func(f *Figures, v float64) { f.Overload[0] = v }},
+	{"overload >90% node-min", func(f Figures) float64 { return f.Overload[1] }, 0, func(f *Figures, v float64) { f.Overload[1] = v }},
+	{"overload >100% node-min", func(f Figures) float64 { return f.Overload[2] }, 0, func(f *Figures, v float64) { f.Overload[2] = v }},
+	{"worst node p99 util", func(f Figures) float64 { return f.WorstP99 }, 2, func(f *Figures, v float64) { f.WorstP99 = v }},
+	{"pods created", func(f Figures) float64 { return float64(f.Created) }, 0, func(f *Figures, v float64) { f.Created = int(v) }},
+	{"placed", func(f Figures) float64 { return float64(f.Placed) }, 0, func(f *Figures, v float64) { f.Placed = int(v) }},
+	{"pending at end", func(f Figures) float64 { return float64(f.Pending) }, 0, func(f *Figures, v float64) { f.Pending = int(v) }},
+	{"bind p50 s", func(f Figures) float64 { return f.BindP50 }, 2, func(f *Figures, v float64) { f.BindP50 = v }},
+	{"bind p99 s", func(f Figures) float64 { return f.BindP99 }, 2, func(f *Figures, v float64) { f.BindP99 = v }},
+	{"nodes in use", func(f Figures) float64 { return f.NodesInUse }, 1, func(f *Figures, v float64) { f.NodesInUse = v }},
+	{"cpu util in use", func(f Figures) float64 { return f.CPUInUse }, 2, func(f *Figures, v float64) { f.CPUInUse = v }},
+	{"mem util in use", func(f Figures) float64 { return f.MemInUse }, 2, func(f *Figures, v float64) { f.MemInUse = v }},
+	{"cv cpu util", func(f Figures) float64 { return f.CV }, 3, func(f *Figures, v float64) { f.CV = v }},
+	{"failed starts", func(f Figures) float64 { return float64(f.FailedStarts) }, 0, func(f *Figures, v float64) { f.FailedStarts = int(v) }},
+	{"groups complete/created", func(f Figures) float64 { return f.GroupShare }, 2, func(f *Figures, v float64) { f.GroupShare = v }},
+	{"groups partial at end", func(f Figures) float64 { return float64(f.GroupsPartial) }, 0, func(f *Figures, v float64) { f.GroupsPartial = int(v) }},
+	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0, func(f *Figures, v float64) { f.HeldCPUMinutes = v }},
+	{"longest sample gap min", func(f Figures) float64 { return f.MaxGap }, 1, func(f *Figures, v float64) { f.MaxGap = v }},
 }
 
-// writeReport writes results.md, results.csv and the plots into dir.
-func writeReport(dir, command string, rc RunConfig, seeds []uint64, results []Result) error {
-	var md strings.Builder
-	fmt.Fprintf(&md, "Command: `%s`\n\n", command)
-	fmt.Fprintf(&md, "Seeds %v; %d nodes of 16 cpu / 64 GiB; %.0f simulated minutes per run (first %.0f not measured); "+
+// runHeader is results.md's opening for a run: the command and its settings.
+func runHeader(command string, rc RunConfig, seeds []uint64) string {
+	return fmt.Sprintf("Command: `%s`\n\n", command) + fmt.Sprintf("Seeds %v; %d nodes of 16 cpu / 64 GiB; %.0f simulated minutes per run (first %.0f not measured); "+
 		"pods' mean run %.0f min; simulated time runs %.0fx real time.\n\n",
 		seeds, rc.Cluster.Nodes, rc.Duration.Minutes(), rc.Warmup.Minutes(), rc.MeanRun.Minutes(), rc.Speed)
+}
+
+// writeReport writes results.md (header, every result, medians over seeds and ratios to the
+// baselines), results.csv and the plots into dir.
+func writeReport(dir, header string, results []Result) error {
+	var md strings.Builder
+	md.WriteString(header)
 	head := []string{"workload", "scheduler", "seed"}
 	for _, c := range columns {
 		head = append(head, c.name)
@@ -59,7 +66,7 @@ func writeReport(dir, command string, rc RunConfig, seeds []uint64, results []Re
 		fmt.Fprintf(&md, "| %s |\n", strings.Join(row, " | "))
 	}
 	// Medians over seeds, when there are several.
-	if len(seeds) > 1 {
+	if multiSeed(results) {
 		fmt.Fprintf(&md, "\nMedians over seeds:\n\n| %s |\n|%s\n", strings.Join(append([]string{"workload", "scheduler", "seeds"}, head[3:]...), " | "), strings.Repeat("---|", len(head)))
 		type key struct{ w, s string }
 		groups := map[key][]Figures{}
@@ -83,6 +90,7 @@ func writeReport(dir, command string, rc RunConfig, seeds []uint64, results []Re
 			fmt.Fprintf(&md, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
+	md.WriteString(ratioTable(results))
 	if err := writePlots(dir, results); err != nil {
 		return err
 	}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// readResults reads the results.csv files of earlier runs. A later file's row replaces an
+// earlier one of the same workload, scheduler and seed; rows come out by workload (as in
+// workloadOrder), then in the order their scheduler was first read, then by seed. Series are
+// not kept in the CSV, so merged results have none.
+func readResults(files []string) ([]Result, error) {
+	type key struct {
+		w, s string
+		seed uint64
+	}
+	byKey := map[key]Result{}
+	schedOrder := map[string]int{}
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(records) == 0 {
+			return nil, fmt.Errorf("%s: empty", file)
+		}
+		col := map[string]int{}
+		for i, h := range records[0] {
+			col[h] = i
+		}
+		for _, want := range []string{"workload", "scheduler", "seed"} {
+			if _, ok := col[want]; !ok {
+				return nil, fmt.Errorf("%s: no %q column: not an eval results.csv", file, want)
+			}
+		}
+		for line, rec := range records[1:] {
+			seed, err := strconv.ParseUint(rec[col["seed"]], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: seed %q: %w", file, line+2, rec[col["seed"]], err)
+			}
+			r := Result{Workload: rec[col["workload"]], Scheduler: rec[col["scheduler"]], Seed: seed,
+				Figures: Figures{Overload: make([]float64, len(Thresholds))}}
+			for _, c := range columns {
+				i, ok := col[c.name]
+				if !ok {
+					continue // an older file without this column: left zero
+				}
+				v, err := strconv.ParseFloat(rec[i], 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s:%d: %s %q: %w", file, line+2, c.name, rec[i], err)
+				}
+				c.set(&r.Figures, v)
+			}
+			if _, ok := schedOrder[r.Scheduler]; !ok {
+				schedOrder[r.Scheduler] = len(schedOrder)
+			}
+			byKey[key{r.Workload, r.Scheduler, r.Seed}] = r
+		}
+	}
+	out := make([]Result, 0, len(byKey))
+	for _, r := range byKey {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if wa, wb := workloadRank(a.Workload), workloadRank(b.Workload); wa != wb {
+			return wa < wb
+		}
+		if a.Workload != b.Workload {
+			return a.Workload < b.Workload
+		}
+		if sa, sb := schedOrder[a.Scheduler], schedOrder[b.Scheduler]; sa != sb {
+			return sa < sb
+		}
+		return a.Seed < b.Seed
+	})
+	return out, nil
+}
+
+var workloadOrder = []string{"steady", "burst", "reward", "gang"}
+
+func workloadRank(w string) int {
+	for i, x := range workloadOrder {
+		if x == w {
+			return i
+		}
+	}
+	return len(workloadOrder)
+}
+
+// merge writes the report of the results in files into dir.
+func merge(files []string, dir string) error {
+	results, err := readResults(files)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f))
+	}
+	header := fmt.Sprintf("Command: `go run ./cmd/eval -merge %s`\n\nMerged from %s (a later file's row replaces an "+
+		"earlier one of the same workload, scheduler and seed); the runs' settings are in each file's results.md.\n\n",
+		strings.Join(files, ","), strings.Join(names, ", "))
+	return writeReport(dir, header, results)
+}
+
+// multiSeed tells whether some workload and scheduler have results of several seeds.
+func multiSeed(results []Result) bool {
+	seen := map[[2]string]bool{}
+	for _, r := range results {
+		k := [2]string{r.Workload, r.Scheduler}
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
+}
+
+// ratioTable is the ratios of each scheduler's figures to a baseline's of the same workload and
+// seed, median over the seeds both have: overloads, pods placed, cpu variation, failed starts and
+// room held to the defaults'; nodes in use to MostAllocated's. "-" where the baseline did not
+// run or is zero.
+func ratioTable(results []Result) string {
+	type key struct {
+		w, s string
+		seed uint64
+	}
+	at := map[key]Figures{}
+	type ws struct{ w, s string }
+	var order []ws
+	seen := map[ws]bool{}
+	for _, r := range results {
+		at[key{r.Workload, r.Scheduler, r.Seed}] = r.Figures
+		if k := (ws{r.Workload, r.Scheduler}); !seen[k] {
+			seen[k] = true
+			order = append(order, k)
+		}
+	}
+	ratios := []struct {
+		name, base string
+		val        func(Figures) float64
+	}{
+		{"overload >90% / defaults", "defaults", func(f Figures) float64 { return f.Overload[1] }},
+		{"overload >100% / defaults", "defaults", func(f Figures) float64 { return f.Overload[2] }},
+		{"placed / defaults", "defaults", func(f Figures) float64 { return float64(f.Placed) }},
+		{"nodes in use / most-allocated", "most-allocated", func(f Figures) float64 { return f.NodesInUse }},
+		{"cv cpu util / defaults", "defaults", func(f Figures) float64 { return f.CV }},
+		{"failed starts / defaults", "defaults", func(f Figures) float64 { return float64(f.FailedStarts) }},
+		{"room held / defaults", "defaults", func(f Figures) float64 { return f.HeldCPUMinutes }},
+	}
+	var b strings.Builder
+	b.WriteString("\nRatios to the baseline's figure for the same workload and seed (median over the seeds both ran; the seeds in brackets):\n\n| workload | scheduler |")
+	for _, r := range ratios {
+		b.WriteString(" " + r.name + " |")
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---:|", len(ratios)) + "\n")
+	rows := 0
+	for _, k := range order {
+		var cells []string
+		any := false
+		for _, r := range ratios {
+			if k.s == r.base {
+				cells = append(cells, "-")
+				continue
+			}
+			var xs []float64
+			var seeds []string
+			for _, res := range results {
+				if res.Workload != k.w || res.Scheduler != k.s {
+					continue
+				}
+				base, ok := at[key{k.w, r.base, res.Seed}]
+				if !ok || r.val(base) <= 0 {
+					continue
+				}
+				xs = append(xs, r.val(res.Figures)/r.val(base))
+				seeds = append(seeds, strconv.FormatUint(res.Seed, 10))
+			}
+			if len(xs) == 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			any = true
+			cells = append(cells, fmt.Sprintf("%.2f (%s)", median(xs), strings.Join(seeds, ",")))
+		}
+		if any {
+			rows++
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", k.w, k.s, strings.Join(cells, " | "))
+		}
+	}
+	if rows == 0 {
+		return ""
+	}
+	return b.String()
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMergeRoundTrip: results written by one run and read back by -merge keep their figures
+// (to the table's precision), a later file replaces an earlier file's row of the same workload,
+// scheduler and seed, and the ratios are taken seed by seed.
+func TestMergeRoundTrip(t *testing.T) {
+	fig := func(over90, nodes float64, placed, failed int) Figures {
+		return Figures{Overload: []float64{2 * over90, over90, over90 / 2}, WorstP99: 1.25, NodesInUse: nodes, CPUInUse: 0.5,
+			MemInUse: 0.25, CV: 0.125, Created: placed, Placed: placed, BindP50: 0.5, BindP99: 2.5, FailedStarts: failed,
+			GroupShare: 0.75, GroupsPartial: 1, HeldCPUMinutes: 40, MaxGap: 1}
+	}
+	dir := t.TempDir()
+	write := func(name string, rs ...Result) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeReport(d, "", rs); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(d, "results.csv")
+	}
+	a := write("a",
+		Result{Workload: "steady", Scheduler: "defaults", Seed: 1, Figures: fig(100, 200, 50, 0)},
+		Result{Workload: "steady", Scheduler: "safe", Seed: 1, Figures: fig(60, 200, 50, 0)},
+		Result{Workload: "reward", Scheduler: "defaults", Seed: 1, Figures: fig(10, 200, 40, 8)})
+	b := write("b",
+		Result{Workload: "steady", Scheduler: "defaults", Seed: 2, Figures: fig(200, 200, 50, 0)},
+		Result{Workload: "steady", Scheduler: "safe", Seed: 2, Figures: fig(80, 200, 50, 0)},
+		Result{Workload: "steady", Scheduler: "safe", Seed: 1, Figures: fig(50, 200, 50, 0)}, // replaces a's
+		Result{Workload: "reward", Scheduler: "reward", Seed: 1, Figures: fig(10, 200, 40, 2)})
+	got, err := readResults([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range got {
+		order = append(order, r.Workload+"/"+r.Scheduler+"/"+string(rune('0'+r.Seed)))
+	}
+	if want := "steady/defaults/1 steady/defaults/2 steady/safe/1 steady/safe/2 reward/defaults/1 reward/reward/1"; strings.Join(order, " ") != want {
+		t.Errorf("order %q, want %q", strings.Join(order, " "), want)
+	}
+	if f := got[2].Figures; f.Overload[1] != 50 || f.Overload[0] != 100 || f.CV != 0.125 || f.BindP99 != 2.5 || f.GroupsPartial != 1 || f.HeldCPUMinutes != 40 {
+		t.Errorf("steady/safe/1 read back as %+v: want b's figures", f)
+	}
+	out := filepath.Join(dir, "merged")
+	if err := merge([]string{a, b}, out); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// safe / defaults above 90 %: 50/100 and 80/200, median 0.45; reward's failed starts 2/8.
+	for _, want := range []string{"| steady | safe | 0.45 (1,2) |", "| reward | reward |", "0.25 (1)", "Medians over seeds"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("merged results.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, png := range []string{"overload-steady.png", "overload-reward.png"} {
+		if _, err := os.Stat(filepath.Join(out, png)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := readResults([]string{filepath.Join(out, "results.md")}); err == nil {
+		t.Error("reading a results.md as CSV: no error")
+	}
+}
