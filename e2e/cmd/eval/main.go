@@ -40,8 +40,9 @@ func main() {
 	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
 	only := flag.String("only", defaultOnly, "per-workload scheduler subsets, workload=scheduler,...;... (a workload not named runs every scheduler of -schedulers); empty: every scheduler on every workload")
 	out := flag.String("out", "", "folder for the table and plots (default: <repo>/.cache/eval/<UTC time>)")
-	mergeList := flag.String("merge", "", "comma-separated results.csv files of earlier runs: write their merged table, medians, ratios "+
-		"and overload bars into -out (a later file's row replaces an earlier one of the same workload, scheduler and seed), and run nothing")
+	mergeList := flag.String("merge", "", "comma-separated results.csv files of earlier runs, each path[:old=new...] to rename its schedulers: "+
+		"write their merged table, medians, ratios and overload bars into -out (a later file's row replaces an earlier one of the same "+
+		"workload, scheduler and seed), and run nothing")
 	flag.Parse()
 
 	fail := func(format string, args ...any) {

@@ -10,18 +10,24 @@ import (
 	"strings"
 )
 
-// readResults reads the results.csv files of earlier runs. A later file's row replaces an
+// readResults reads the results.csv files of earlier runs. Each is a path, optionally followed
+// by renames of its schedulers, path:old=new[:old=new...] (a variant that has since become a
+// default, or a default that has since become a variant). A later file's row replaces an
 // earlier one of the same workload, scheduler and seed; rows come out by workload (as in
 // workloadOrder), then in the order their scheduler was first read, then by seed. Series are
 // not kept in the CSV, so merged results have none.
-func readResults(files []string) ([]Result, error) {
+func readResults(specs []string) ([]Result, error) {
 	type key struct {
 		w, s string
 		seed uint64
 	}
 	byKey := map[key]Result{}
 	schedOrder := map[string]int{}
-	for _, file := range files {
+	for _, spec := range specs {
+		file, renames, err := parseMergeSpec(spec)
+		if err != nil {
+			return nil, err
+		}
 		f, err := os.Open(file)
 		if err != nil {
 			return nil, err
@@ -48,7 +54,11 @@ func readResults(files []string) ([]Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: seed %q: %w", file, line+2, rec[col["seed"]], err)
 			}
-			r := Result{Workload: rec[col["workload"]], Scheduler: rec[col["scheduler"]], Seed: seed,
+			sched := rec[col["scheduler"]]
+			if to, ok := renames[sched]; ok {
+				sched = to
+			}
+			r := Result{Workload: rec[col["workload"]], Scheduler: sched, Seed: seed,
 				Figures: Figures{Overload: make([]float64, len(Thresholds))}}
 			for _, c := range columns {
 				i, ok := col[c.name]
@@ -87,6 +97,20 @@ func readResults(files []string) ([]Result, error) {
 	return out, nil
 }
 
+// parseMergeSpec splits path:old=new[:old=new...].
+func parseMergeSpec(spec string) (file string, renames map[string]string, err error) {
+	parts := strings.Split(spec, ":")
+	renames = map[string]string{}
+	for _, p := range parts[1:] {
+		from, to, ok := strings.Cut(p, "=")
+		if !ok || from == "" || to == "" {
+			return "", nil, fmt.Errorf("%q: %q is not old=new (a file is path[:old=new...])", spec, p)
+		}
+		renames[from] = to
+	}
+	return parts[0], renames, nil
+}
+
 var workloadOrder = []string{"steady", "burst", "reward", "gang"}
 
 func workloadRank(w string) int {
@@ -108,8 +132,18 @@ func merge(files []string, dir string) error {
 		return err
 	}
 	var names []string
-	for _, f := range files {
-		names = append(names, filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f))
+	for _, spec := range files {
+		f, renames, _ := parseMergeSpec(spec)
+		name := filepath.Base(filepath.Dir(f)) + "/" + filepath.Base(f)
+		var rn []string
+		for from, to := range renames {
+			rn = append(rn, from+" as "+to)
+		}
+		sort.Strings(rn)
+		if len(rn) > 0 {
+			name += " (" + strings.Join(rn, ", ") + ")"
+		}
+		names = append(names, name)
 	}
 	header := fmt.Sprintf("Command: `go run ./cmd/eval -merge %s`\n\nMerged from %s (a later file's row replaces an "+
 		"earlier one of the same workload, scheduler and seed); the runs' settings are in each file's results.md.\n\n",

@@ -40,6 +40,19 @@ func TestMergeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	renamed, err := readResults([]string{a + ":safe=safe-old", b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(renamed) != 7 || renamed[2].Scheduler != "safe-old" || renamed[2].Figures.Overload[1] != 60 {
+		t.Errorf("a's safe renamed safe-old: %d results, third %s %v; want 7, a's safe kept as safe-old", len(renamed), renamed[2].Scheduler, renamed[2].Figures.Overload)
+	}
+	if _, err := readResults([]string{a + ":safe"}); err == nil || !strings.Contains(err.Error(), `"safe" is not old=new`) {
+		t.Errorf("a rename without =: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	var order []string
 	for _, r := range got {
 		order = append(order, r.Workload+"/"+r.Scheduler+"/"+string(rune('0'+r.Seed)))
