@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // writePlots writes, per workload: util-<w>.png (mean cpu utilization of the nodes in use over
@@ -61,8 +63,12 @@ func writePlots(dir string, results []Result) error {
 		b.Color = color.RGBA{R: 200, G: 60, B: 40, A: 255}
 		p.Add(b)
 		p.NominalX(names...)
+		// Names slanted, so that long ones (pigeon-fewest, trimaran-lvrb) do not overlap.
+		p.X.Tick.Label.Rotation = math.Pi / 6
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
 		width := max(7*vg.Inch, vg.Length(len(names))*0.7*vg.Inch) // room for every scheduler's name
-		if err := p.Save(width, 3.2*vg.Inch, filepath.Join(dir, "overload-"+w+".png")); err != nil {
+		if err := p.Save(width, 3.6*vg.Inch, filepath.Join(dir, "overload-"+w+".png")); err != nil {
 			return err
 		}
 	}
