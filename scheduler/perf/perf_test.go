@@ -20,10 +20,10 @@ package perf
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -103,18 +103,10 @@ func annotateNodes(tCtx ktesting.TContext, sched *scheduler.Scheduler, _ *perf.W
 				n := &marked[i]
 				a := fixtures.UsageStatistics(i, n.Status.Allocatable.Cpu().MilliValue(), n.Status.Allocatable.Memory().Value(), now)
 				a["congestion-factor"] = strconv.Itoa((i * 37) % 100)
-				var patch strings.Builder
-				patch.WriteString(`{"metadata":{"annotations":{`)
-				first := true
-				for k, v := range a {
-					if !first {
-						patch.WriteString(",")
-					}
-					first = false
-					fmt.Fprintf(&patch, "%q:%q", k, v)
+				patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": a}})
+				if err == nil {
+					_, err = tCtx.Client().CoreV1().Nodes().Patch(tCtx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 				}
-				patch.WriteString("}}}")
-				_, err := tCtx.Client().CoreV1().Nodes().Patch(tCtx, n.Name, types.MergePatchType, []byte(patch.String()), metav1.PatchOptions{})
 				if err != nil {
 					errs <- fmt.Errorf("annotating node %s: %w", n.Name, err)
 				}
@@ -154,9 +146,7 @@ func sampleCPU(tCtx ktesting.TContext, measured int) {
 		mu      sync.Mutex
 		samples []sample // one per change of the count
 	)
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ func perfModes(list string) ([]mode, error) {
 			for k := range perfCases {
 				known = append(known, k)
 			}
+			sort.Strings(known)
 			return nil, fmt.Errorf("-perf: no scheduler_perf case %q (the cases: %s)", c, strings.Join(known, ", "))
 		}
 		out = append(out, mode{name: perfPrefix + c, about: pc.about, extenders: noExtenders})

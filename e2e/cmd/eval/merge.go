@@ -205,7 +205,7 @@ func ratioTable(results []Result) string {
 	rows := 0
 	for _, k := range order {
 		var cells []string
-		any := false
+		some := false
 		for _, r := range ratios {
 			if k.s == r.base {
 				cells = append(cells, "-")
@@ -228,10 +228,10 @@ func ratioTable(results []Result) string {
 				cells = append(cells, "-")
 				continue
 			}
-			any = true
+			some = true
 			cells = append(cells, fmt.Sprintf("%.2f (%s)", median(xs), strings.Join(seeds, ",")))
 		}
-		if any {
+		if some {
 			rows++
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", k.w, k.s, strings.Join(cells, " | "))
 		}
