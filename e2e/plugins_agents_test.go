@@ -99,7 +99,7 @@ func TestPluginsReward(t *testing.T) {
 		c.CreatePod(t, harness.PodSpec{Name: name, NodeName: "node-2", Labels: map[string]string{"podtype": "spark"}})
 		setStatus(t, c, name, failed)
 	}
-	waitForStored(t, c, "spark/node-2", 3, 30*time.Second)
+	waitForStored(t, c, "spark/node-2", 3, 2*time.Minute)
 	l, err := c.Client.CoordinationV1().Leases(rewardNamespace).Get(t.Context(), rewardObject, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil || replicas[*l.Spec.HolderIdentity] == nil {
 		t.Fatalf("Lease %s: %v, %v; want one of the replicas %v as holder", rewardObject, l, err, replicas)
