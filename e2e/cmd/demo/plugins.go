@@ -145,7 +145,11 @@ func placeWithPlugins(s *harness.Session, c *harness.Cluster, exts []extender, b
 			why = append(why, fmt.Sprintf("%d on another node: the scheduler's snapshot against the extender's cache, the candidates "+
 				"each function sees (docs/plugin-mode.md, \"Where the two modes can differ\")", otherNode))
 		}
-		fmt.Printf("; %d differ: %s", len(workload)-same, strings.Join(why, "; "))
+		verb := "differs"
+		if len(workload)-same > 1 {
+			verb = "differ"
+		}
+		fmt.Printf("; %d %s: %s", len(workload)-same, verb, strings.Join(why, "; "))
 	}
 	fmt.Println(".")
 }
