@@ -6,9 +6,11 @@ package e2e
 // what has none is named below with the reason (by design) or as a known gap.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
 // renderedConfig is the part of the chart's KubeSchedulerConfiguration compared here.
@@ -293,5 +297,38 @@ func TestModesConfigureTheSame(t *testing.T) {
 	if len(q.Profiles) != 2 || q.Profiles[1].SchedulerName != "quorum" || q.Profiles[1].Plugins == nil ||
 		len(q.Profiles[1].Plugins.MultiPoint.Enabled) != 1 || q.Profiles[1].Plugins.MultiPoint.Enabled[0].Name != "gang" {
 		t.Errorf("plugin.quorumProfile: profiles %+v, want a second profile quorum enabling gang", q.Profiles)
+	}
+}
+
+// TestPluginModeConfigLoads: what `extender config --mode plugin` prints for every agent but
+// gang runs kube-safe-scheduler as is (leader election off), and a pod requesting
+// telemetry/scheduling: 1 (no node has it) binds: the profile's NodeResourcesFit ignores it, as
+// the extenders' managedResources make kube-scheduler do in extender mode.
+func TestPluginModeConfigLoads(t *testing.T) {
+	t.Parallel()
+	bin := harness.BuildExtender(t, "all")
+	args := []string{"config", "--agents", "safe,congestion,pigeon,template,telemetry,reward", "--mode", "plugin", "--scheduler-name", "generated"}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("extender %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(stdout.Bytes(), &m); err != nil {
+		t.Fatalf("output is not YAML: %v\n%s", err, stdout.String())
+	}
+	m["leaderElection"] = map[string]any{"leaderElect": false}
+	cfg, err := yaml.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := harness.StartCluster(t)
+	// template-label passes only nodes labelled template.extender/allowed
+	c.CreateNodes(t, harness.NodeSpec{Name: "n1", Labels: map[string]string{"template.extender/allowed": "true"}})
+	c.StartScheduler(t, harness.SchedulerOptions{Name: "kube-safe-scheduler generated", Config: cfg, Binary: harness.BuildPluginScheduler(t)})
+	// An unlabelled pod: the telemetry plugin lets it through; only the resource could stop it.
+	if n := schedule(t, c, harness.PodSpec{Name: "tas-resource", SchedulerName: "generated", Extra: tasResource}); n != "n1" {
+		t.Fatalf("the pod requesting telemetry/scheduling went to %q, want n1", n)
 	}
 }
