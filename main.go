@@ -380,8 +380,9 @@ func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&o.HTTPS, "https", false, "call the extenders over mutual TLS, with the Secrets and paths of yamlfiles/extender.safe.mtls.yaml")
 	fs.BoolVar(&o.Sidecars, "sidecars", false, "also print the sidecar containers to add to the scheduler's pod")
 	fs.StringVar(&o.SchedulerName, "scheduler-name", "my-scheduler", "the profile's schedulerName")
+	mode := fs.String("mode", "extender", "extender (the extenders list) or plugin (kube-safe-scheduler's profile: the agents' plugins, docs/plugin-mode.md)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: extender config --agents safe,congestion [flags]\n\nPrints a KubeSchedulerConfiguration whose extenders call the agents on the ports the shipped yamlfiles use.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: extender config --agents safe,congestion [flags]\n\nPrints a KubeSchedulerConfiguration whose extenders call the agents on the ports the shipped yamlfiles use\n(--mode plugin: whose profile runs them as kube-safe-scheduler's plugins).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -392,6 +393,20 @@ func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "extender config: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	switch *mode {
+	case "extender":
+	case "plugin":
+		o.Plugins = true
+		for name, set := range map[string]bool{"--node-cache": o.NodeCache, "--https": o.HTTPS, "--sidecars": o.Sidecars} {
+			if set {
+				fmt.Fprintf(stderr, "extender config: %s is extender mode only (plugin mode has no extender and no sidecar)\n", name)
+				return 2
+			}
+		}
+	default:
+		fmt.Fprintf(stderr, "extender config: --mode %q: want extender or plugin\n", *mode)
 		return 2
 	}
 	o.Agents = strings.Split(*agentList, ",")

@@ -41,4 +41,9 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
 	}
+	// TAS pods (tas-1, tas-2) request telemetry/scheduling, which no node has: plugin mode's
+	// profile must ignore it as the extender's managedResources make extender mode do.
+	if strings.Contains(string(out), "Insufficient telemetry/scheduling") {
+		t.Errorf("plugin mode counted telemetry/scheduling:\n%s", out)
+	}
 }

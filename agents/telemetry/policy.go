@@ -64,11 +64,16 @@ func (s *Strategy) AllOf() bool { return s.LogicalOperator == AllOf }
 
 // Policy is a TASPolicy reduced to what can be used: the strategies, rules and labels that
 // are valid. Problems names every part left out (or read differently), for the InvalidPolicy
-// event; a policy with nothing usable left is never a Policy (ParsePolicy fails).
+// event. A policy with nothing usable left is never a Policy (ParsePolicy fails), except one
+// that states no rule at all (Empty).
 type Policy struct {
 	Namespace, Name string
 	Strategies      map[string]*Strategy
 	Problems        []string
+	// Empty: no strategy has a rule (every one has rules: [], or there is none; the CRD allows
+	// both). TAS acts on no strategy without rules, so its pods pass every node, unscored, and
+	// so do they here; the EmptyPolicy event says so.
+	Empty bool
 }
 
 // Key is namespace/name.
@@ -94,7 +99,8 @@ type policySpec struct {
 // ParsePolicy decodes a TASPolicy object and keeps what is usable of it, as TAS uses the rest
 // of a policy around the parts it cannot use (see usable). Every problem is reported: in the
 // policy's Problems when something usable is left, else in the error (a spec that does not
-// decode, or no usable strategy).
+// decode, or no usable strategy while some strategy has rules: rules that cannot be used are a
+// mistake to report to the pods, not a policy that asks nothing).
 func ParsePolicy(u *unstructured.Unstructured) (*Policy, error) {
 	specObj, ok := u.Object["spec"].(map[string]any)
 	if !ok {
@@ -106,7 +112,8 @@ func ParsePolicy(u *unstructured.Unstructured) (*Policy, error) {
 	}
 	p := &Policy{Namespace: u.GetNamespace(), Name: u.GetName()}
 	p.Strategies, p.Problems = p.usable(spec.Strategies)
-	if len(p.Strategies) == 0 {
+	p.Empty = !slices.ContainsFunc(slices.Collect(maps.Values(spec.Strategies)), func(s *Strategy) bool { return s != nil && len(s.Rules) > 0 })
+	if len(p.Strategies) == 0 && !p.Empty {
 		return nil, errors.New(strings.Join(append(p.Problems, "no usable strategy is left"), "; "))
 	}
 	return p, nil

@@ -274,7 +274,8 @@ func (p tasPolicy) acts() bool {
 // TestDecisionsAgreeWithTAS compares the filter, the priority and the node labels with TAS's
 // rules on thousands of seeded random policies and metric sets, all values fresh. The
 // differences allowed are the README's "Beyond TAS":
-//   - a policy with no usable strategy rejects its pods (TAS lets them through);
+//   - a policy with no usable strategy rejects its pods (TAS lets them through), unless it
+//     states no rule at all (every strategy rules: [], or none): then its pods pass, as in TAS;
 //   - scores are continuous: nodes TAS ranks apart may tie, never swap; Equals is ordered by
 //     distance to the target (TAS: map order); past the 10th node TAS's scores reach 0 and go
 //     negative, below nodes without a value, ours stay 1..10 above them;
@@ -344,6 +345,13 @@ func TestDecisionsAgreeWithTAS(t *testing.T) {
 				}
 			}
 		} else {
+			if ours.Empty {
+				// As TAS: no strategy has a rule, the pod passes everywhere (checked below).
+				seen["rule-less policy passes"]++
+				if p.acts() {
+					t.Fatalf("%s\nTAS acts on this policy, ours finds it empty", desc())
+				}
+			}
 			want := tasFilter(p, fresh, nodes)
 			for i, v := range verdicts {
 				if v.Passes() == want[nodes[i]] {
@@ -444,7 +452,7 @@ func TestDecisionsAgreeWithTAS(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs: %v", runs, seen)
-	for _, c := range []string{"unusable policy rejects", "filter rejects", "continuous scores tie", "labels agree",
+	for _, c := range []string{"unusable policy rejects", "rule-less policy passes", "filter rejects", "continuous scores tie", "labels agree",
 		"two operators on one key: TAS writes none"} {
 		if seen[c] == 0 {
 			t.Errorf("no run exercised %q: the generator misses it", c)

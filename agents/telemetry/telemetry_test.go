@@ -66,10 +66,11 @@ func TestParsePolicy(t *testing.T) {
 	}
 	// Policies the CRD accepts but TAS cannot fully use: TAS uses the rest, and so does this
 	// agent. Each case: the problem reported, and the strategies left (rules per strategy);
-	// none left: the policy is unusable, ParsePolicy fails.
+	// none left: the policy is unusable, ParsePolicy fails, unless no strategy has a rule
+	// (empty: TAS acts on nothing and its pods pass, so the policy is used, empty).
 	for _, c := range []struct {
 		name, spec, want string
-		left             map[string]int
+		left             map[string]int // {}: the policy is empty
 	}{
 		{"unknown strategy", `{strategies: {sometimesschedule: {rules: [{metricname: m, operator: Equals}]}, dontschedule: {rules: [{metricname: m, operator: Equals}]}}}`,
 			`unknown strategy "sometimesschedule"`, map[string]int{DontSchedule: 1}},
@@ -77,7 +78,11 @@ func TestParsePolicy(t *testing.T) {
 			`unknown strategy "sometimesschedule"`, nil},
 		{"no rules", `{strategies: {dontschedule: {rules: []}, scheduleonmetric: {rules: [{metricname: m, operator: LessThan}]}}}`,
 			"spec.strategies.dontschedule: no rules", map[string]int{ScheduleOnMetric: 1}},
-		{"no rules alone", `{strategies: {dontschedule: {rules: []}}}`, "spec.strategies.dontschedule: no rules", nil},
+		{"no rules alone", `{strategies: {dontschedule: {rules: []}}}`, "spec.strategies.dontschedule: no rules", map[string]int{}},
+		{"no rules anywhere", `{strategies: {dontschedule: {rules: []}, scheduleonmetric: {rules: []}, sometimesschedule: {rules: []}}}`,
+			"spec.strategies.scheduleonmetric: no rules", map[string]int{}},
+		{"no rules but unusable ones", `{strategies: {dontschedule: {rules: []}, sometimesschedule: {rules: [{metricname: m, operator: Equals}]}}}`,
+			`unknown strategy "sometimesschedule"`, nil},
 		{"labels outside labeling", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, labels: ["a=b"]}]}}}`,
 			"only the labeling strategy", map[string]int{DontSchedule: 1}},
 		{"deschedule name too long", `{strategies: {deschedule: {rules: [{metricname: m, operator: Equals}]}, dontschedule: {rules: [{metricname: m, operator: Equals}]}}}`,
@@ -93,7 +98,7 @@ func TestParsePolicy(t *testing.T) {
 		{"unknown logical operator", `{strategies: {dontschedule: {logicalOperator: oneOf, rules: [{metricname: m, operator: Equals}]}}}`,
 			`logicalOperator: unknown "oneOf" (allOf or anyOf): read as anyOf`, map[string]int{DontSchedule: 1}},
 		{"no metric", `{strategies: {dontschedule: {rules: [{operator: Equals}]}}}`, "no metricname", nil},
-		{"no strategies", `{strategies: {}}`, "no strategy", nil},
+		{"no strategies", `{strategies: {}}`, "no strategy", map[string]int{}},
 		{"target not a number", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, target: high}]}}}`, "spec:", nil},
 		{"unknown field", `{strategies: {dontschedule: {rules: [{metricname: m, operator: Equals, tagret: 3}]}}}`, "tagret", nil},
 	} {
@@ -109,6 +114,9 @@ func TestParsePolicy(t *testing.T) {
 				problems = err.Error()
 			}
 			if p != nil {
+				if empty := c.left != nil && len(c.left) == 0; p.Empty != empty {
+					t.Errorf("Empty %v, want %v", p.Empty, empty)
+				}
 				problems = strings.Join(p.Problems, "; ")
 				left := map[string]int{}
 				for n, s := range p.Strategies {
@@ -240,6 +248,10 @@ spec: {strategies: {dontschedule: {rules: [{metricname: node_cpu, operator: Abov
 	partial := policyObject(t, `{apiVersion: telemetry.intel.com/v1alpha1, kind: TASPolicy, metadata: {name: partial, namespace: default},
 spec: {strategies: {sometimesschedule: {rules: [{metricname: node_cpu, operator: LessThan, target: 1}]},
   dontschedule: {rules: [{metricname: node_cpu, operator: LessThan, target: 50, labels: ["a=b"]}]}}}}`)
+	// empty states no rule (the CRD allows rules: []): TAS acts on none of it and lets its pods
+	// through; so does the agent, with a Warning EmptyPolicy event.
+	empty := policyObject(t, `{apiVersion: telemetry.intel.com/v1alpha1, kind: TASPolicy, metadata: {name: empty, namespace: default},
+spec: {strategies: {dontschedule: {rules: []}, scheduleonmetric: {rules: []}}}}`)
 	nodes := []*corev1.Node{}
 	for _, n := range []string{"hot", "warm", "cool", "stale", "none"} {
 		nodes = append(nodes, fixtures.MakeNode().Name(n).Obj())
@@ -251,23 +263,34 @@ spec: {strategies: {sometimesschedule: {rules: [{metricname: node_cpu, operator:
 		t.Run(mode, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Stale = mode
-			a, ev := testAgent(t, cfg, src, policyObject(t, demoPolicy), bad, partial)
+			a, ev := testAgent(t, cfg, src, policyObject(t, demoPolicy), bad, partial, empty)
 			a.refresh(t.Context())
 
 			// The broken policy is reported by an event and not used; the partial one is
-			// reported and used.
+			// reported and used; the empty one is reported and lets its pods through.
 			got := ev.all()
 			slices.SortFunc(got, func(a, b recordedEvent) int { return strings.Compare(a.name, b.name) })
-			if len(got) != 2 || got[0].name != "broken" || got[0].typ != corev1.EventTypeWarning || got[0].reason != "InvalidPolicy" ||
+			if len(got) != 3 || got[0].name != "broken" || got[0].typ != corev1.EventTypeWarning || got[0].reason != "InvalidPolicy" ||
 				!strings.Contains(got[0].message, `not used by the telemetry scheduler extender: spec.strategies.dontschedule.rules[0]: unknown operator "Above"`) ||
-				got[1].name != "partial" || got[1].typ != corev1.EventTypeWarning || got[1].reason != "InvalidPolicy" ||
-				!strings.Contains(got[1].message, `used by the telemetry scheduler extender without what is invalid: `) ||
-				!strings.Contains(got[1].message, `unknown strategy "sometimesschedule"`) || !strings.Contains(got[1].message, "only the labeling strategy") {
-				t.Errorf("events %+v, want one warning on broken and one on partial", got)
+				got[1].name != "empty" || got[1].typ != corev1.EventTypeWarning || got[1].reason != "EmptyPolicy" ||
+				!strings.Contains(got[1].message, "no strategy has a rule (spec.strategies.dontschedule: no rules: ignored; spec.strategies.scheduleonmetric: no rules: ignored)") ||
+				!strings.Contains(got[1].message, "pass every node, unscored, as TAS does") ||
+				got[2].name != "partial" || got[2].typ != corev1.EventTypeWarning || got[2].reason != "InvalidPolicy" ||
+				!strings.Contains(got[2].message, `used by the telemetry scheduler extender without what is invalid: `) ||
+				!strings.Contains(got[2].message, `unknown strategy "sometimesschedule"`) || !strings.Contains(got[2].message, "only the labeling strategy") {
+				t.Errorf("events %+v, want one warning on broken, empty and partial each", got)
+			}
+			v, err := a.filter(t.Context(), labelled("empty"), nodes)
+			if diff := cmp.Diff(make([]framework.Verdict, 5), v); err != nil || diff != "" {
+				t.Errorf("empty policy verdicts (%v): %s", err, diff)
+			}
+			s, err := a.score(t.Context(), labelled("empty"), nodes)
+			if diff := cmp.Diff(make([]int64, 5), s); err != nil || diff != "" {
+				t.Errorf("empty policy scores (%v): %s", err, diff)
 			}
 			// partial's dontschedule (node_cpu < 50) rejects cool alone; no value, no rejection
 			// (but for TELEMETRY_STALE=reject).
-			v, err := a.filter(t.Context(), labelled("partial"), nodes[:3])
+			v, err = a.filter(t.Context(), labelled("partial"), nodes[:3])
 			if err != nil || v[0].Reason != "" || v[1].Reason != "" || !strings.Contains(v[2].Reason, "telemetry policy default/partial: node_cpu 20 < 50") {
 				t.Errorf("partial policy verdicts %+v, %v", v, err)
 			}
@@ -288,7 +311,7 @@ spec: {strategies: {sometimesschedule: {rules: [{metricname: node_cpu, operator:
 			}
 			// LessThan: lower is better over the fresh values 93, 60, 20: 1+(93-v)/73*9:
 			// hot 1, warm 5.07 -> 5, cool 10; stale and none 0.
-			s, err := a.score(t.Context(), labelled("demo-policy"), nodes)
+			s, err = a.score(t.Context(), labelled("demo-policy"), nodes)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -135,7 +135,8 @@ func (a *Agent) watchPolicies(dyn dynamicinformer.DynamicSharedInformerFactory) 
 
 // policyChanged validates a new or updated policy: what is usable of it is used; its problems
 // are reported (log and a Warning InvalidPolicy event on the object), and a policy with nothing
-// usable left is not used at all (pods naming it are rejected).
+// usable left is not used at all (pods naming it are rejected). A policy with no rule at all is
+// used as TAS uses it, its pods passing everywhere, with a Warning EmptyPolicy event.
 func (a *Agent) policyChanged(obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -143,13 +144,19 @@ func (a *Agent) policyChanged(obj any) {
 	}
 	key := u.GetNamespace() + "/" + u.GetName()
 	p, err := ParsePolicy(u)
-	var message string
-	if err != nil {
+	reason, message := "InvalidPolicy", ""
+	switch {
+	case err == nil && p.Empty:
+		a.policies.set(p)
+		reason = "EmptyPolicy"
+		message = "no strategy has a rule (" + strings.Join(p.Problems, "; ") + "): the telemetry agent lets the pods naming it pass every node, unscored, as TAS does"
+		a.log.Warnf("telemetry policy %s: %s", key, message)
+	case err != nil:
 		problem := strings.ReplaceAll(err.Error(), "\n", "; ")
 		a.policies.setInvalid(key, problem)
 		a.log.Warnf("telemetry policy %s is invalid and not used: %s", key, problem)
 		message = "not used by the telemetry scheduler extender: " + problem
-	} else {
+	default:
 		a.policies.set(p)
 		a.log.Infof("telemetry policy %s in use (metrics %v)", key, p.Metrics())
 		if len(p.Problems) == 0 {
@@ -160,6 +167,6 @@ func (a *Agent) policyChanged(obj any) {
 		message = "used by the telemetry scheduler extender without what is invalid: " + problem
 	}
 	if a.h.Events != nil {
-		a.h.Events.Event(u, corev1.EventTypeWarning, "InvalidPolicy", message)
+		a.h.Events.Event(u, corev1.EventTypeWarning, reason, message)
 	}
 }

@@ -108,6 +108,10 @@ type Options struct {
 	SchedulerName string
 	// Sidecars adds the sidecar containers to add to the scheduler's pod.
 	Sidecars bool
+	// Plugins writes plugin mode's configuration (kube-safe-scheduler, docs/plugin-mode.md)
+	// instead: the agents' functions as the profile's plugins (PluginMode). NodeCache, HTTPS
+	// and Sidecars are extender mode only.
+	Plugins bool
 }
 
 // lookup returns the agents of table named, in order, or an error naming the unknown one.
@@ -142,6 +146,19 @@ func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 	name := o.SchedulerName
 	if name == "" {
 		name = "my-scheduler"
+	}
+	if o.Plugins {
+		var extenderOnly []string
+		for flag, set := range map[string]bool{"node cache": o.NodeCache, "HTTPS": o.HTTPS, "sidecars": o.Sidecars} {
+			if set {
+				extenderOnly = append(extenderOnly, flag)
+			}
+		}
+		if len(extenderOnly) > 0 {
+			slices.Sort(extenderOnly)
+			return nil, fmt.Errorf("%s: extender mode only (plugin mode has no extender and no sidecar)", strings.Join(extenderOnly, ", "))
+		}
+		return marshal(KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, Profiles: []Profile{PluginProfile(name, agents)}})
 	}
 	cfg := KubeSchedulerConfiguration{
 		APIVersion: APIVersion, Kind: Kind,
@@ -195,6 +212,57 @@ func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 		note += "; the pod needs the volumes\n# client-tls (Secret " + ClientSecretName + ") and extender-tls (Secret " + ServerSecretName + "),\n# as yamlfiles/extender.safe.mtls.yaml has them"
 	}
 	return append(append(out, []byte("---\n"+note+".\n")...), side...), nil
+}
+
+// PluginProfile is plugin mode's counterpart of the extenders list calling agents: what changes
+// what the scheduler does in extender mode has its equivalent in the profile.
+//   - Each function is a plugin of the same name, in the order of the extenders list, enabled
+//     under multiPoint; a prioritizer's plugin has the extender's weight as its score weight
+//     (the adapter scales the agent's 0..10 to 0..100, so the weight means the same).
+//   - The extended resources an agent manages (managedResources, ignoredByScheduler) are the
+//     ignoredResources of NodeResourcesFit: kube-scheduler sets those itself from the extenders;
+//     with no extender, the profile must, or a pod requesting one (a TAS pod's
+//     telemetry/scheduling: 1, which no node has) is "Insufficient" on every node.
+//
+// What has no counterpart, by design: ignorable (a plugin's error always fails the pod's cycle
+// for a filter, and is skipped for a score, as a non-ignorable filter extender and any
+// prioritizer), httpTimeout and TLS (no call), nodeCacheCapable (the plugins read the
+// scheduler's own snapshot), and the managed resources' other effect, that the extender sees
+// only the pods requesting one: a plugin sees every pod, so a pod labelled telemetry-policy
+// that requests no telemetry/scheduling is judged by its policy in plugin mode and not in
+// extender mode (nor by TAS).
+func PluginProfile(schedulerName string, agents []Agent) Profile {
+	p := Profile{SchedulerName: schedulerName, Plugins: &Plugins{}}
+	var ignored []any
+	for _, a := range agents {
+		for _, c := range a.Calls {
+			for _, verb := range []string{c.FilterVerb, c.PrioritizeVerb} {
+				if verb == "" {
+					continue
+				}
+				_, plugin, _ := strings.Cut(verb, "/")
+				var w int64
+				if verb == c.PrioritizeVerb {
+					w = c.Weight
+				}
+				i := slices.IndexFunc(p.Plugins.MultiPoint.Enabled, func(e Plugin) bool { return e.Name == plugin })
+				if i < 0 {
+					p.Plugins.MultiPoint.Enabled = append(p.Plugins.MultiPoint.Enabled, Plugin{Name: plugin, Weight: w})
+				} else if w > 0 {
+					p.Plugins.MultiPoint.Enabled[i].Weight = w
+				}
+			}
+			for _, r := range c.ManagedResources {
+				if r.IgnoredByScheduler && !slices.Contains(ignored, any(r.Name)) {
+					ignored = append(ignored, r.Name)
+				}
+			}
+		}
+	}
+	if len(ignored) > 0 {
+		p.PluginConfig = []PluginConfig{{Name: "NodeResourcesFit", Args: map[string]any{"ignoredResources": ignored}}}
+	}
+	return p
 }
 
 // sidecar is the container of one agent, listening on 127.0.0.1 with exec probes.

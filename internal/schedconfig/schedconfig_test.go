@@ -248,3 +248,73 @@ func TestTelemetryManagesTASResource(t *testing.T) {
 		t.Errorf("generated:\n%s", out)
 	}
 }
+
+// Plugin mode's profile is the extenders list's counterpart: each function a plugin, each
+// prioritizer's weight its score weight, each resource the scheduler ignores for an extender
+// among NodeResourcesFit's ignoredResources (without which a TAS pod is "Insufficient
+// telemetry/scheduling" in plugin mode); the extender-only options are refused.
+func TestPluginModeMatchesTheExtenders(t *testing.T) {
+	every := names(Table(allagents.All))
+	ext, err := Generate(allagents.All, Options{Agents: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plug, err := Generate(allagents.All, Options{Agents: every, Plugins: true, SchedulerName: "safe-scheduler"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e, p KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict(ext, &e); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(plug, &p); err != nil {
+		t.Fatalf("%v\n%s", err, plug)
+	}
+	if len(p.Extenders) != 0 || len(p.Profiles) != 1 || p.Profiles[0].SchedulerName != "safe-scheduler" || p.Profiles[0].Plugins == nil {
+		t.Fatalf("plugin mode:\n%s", plug)
+	}
+	plugins := map[string]int64{}
+	for _, pl := range p.Profiles[0].Plugins.MultiPoint.Enabled {
+		if _, dup := plugins[pl.Name]; dup {
+			t.Errorf("plugin %s enabled twice", pl.Name)
+		}
+		plugins[pl.Name] = pl.Weight
+	}
+	var ignored []any
+	for _, x := range e.Extenders {
+		if x.FilterVerb != "" {
+			name := strings.TrimPrefix(x.FilterVerb, "predicates/")
+			if _, ok := plugins[name]; !ok {
+				t.Errorf("filter %s has no plugin", x.FilterVerb)
+			}
+		}
+		if x.PrioritizeVerb != "" {
+			name := strings.TrimPrefix(x.PrioritizeVerb, "priorities/")
+			if w, ok := plugins[name]; !ok || w != x.Weight {
+				t.Errorf("prioritizer %s weight %d: plugin %s weight %d (enabled %v)", x.PrioritizeVerb, x.Weight, name, w, ok)
+			}
+		}
+		for _, r := range x.ManagedResources {
+			if r.IgnoredByScheduler {
+				ignored = append(ignored, r.Name)
+			}
+		}
+	}
+	if len(ignored) == 0 {
+		t.Fatal("no extender manages a resource: the telemetry agent's telemetry/scheduling is gone")
+	}
+	want := []PluginConfig{{Name: "NodeResourcesFit", Args: map[string]any{"ignoredResources": ignored}}}
+	if diff := cmp.Diff(want, p.Profiles[0].PluginConfig); diff != "" {
+		t.Errorf("pluginConfig (-want +got):\n%s", diff)
+	}
+
+	// Without an agent that manages a resource, no NodeResourcesFit args.
+	plug, err = Generate(allagents.All, Options{Agents: []string{"safe"}, Plugins: true})
+	if err != nil || strings.Contains(string(plug), "NodeResourcesFit") || !strings.Contains(string(plug), "name: safe-balance") {
+		t.Errorf("safe alone, plugin mode (%v):\n%s", err, plug)
+	}
+	if _, err := Generate(allagents.All, Options{Agents: []string{"safe"}, Plugins: true, HTTPS: true, Sidecars: true}); err == nil ||
+		!strings.Contains(err.Error(), "HTTPS, sidecars: extender mode only") {
+		t.Errorf("plugin mode with HTTPS and sidecars: %v", err)
+	}
+}

@@ -19,7 +19,25 @@ type KubeSchedulerConfiguration struct {
 // Profile is a scheduling profile.
 type Profile struct {
 	SchedulerName string         `json:"schedulerName"`
+	Plugins       *Plugins       `json:"plugins,omitempty"`
 	PluginConfig  []PluginConfig `json:"pluginConfig,omitempty"`
+}
+
+// Plugins are a profile's plugins; only multiPoint is written (it enables every extension point
+// a plugin has).
+type Plugins struct {
+	MultiPoint PluginSet `json:"multiPoint"`
+}
+
+// PluginSet lists plugins to enable.
+type PluginSet struct {
+	Enabled []Plugin `json:"enabled,omitempty"`
+}
+
+// Plugin is one enabled plugin; Weight is its score weight (0: the default, 1).
+type Plugin struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight,omitempty"`
 }
 
 // PluginConfig gives one plugin's arguments.

@@ -219,15 +219,47 @@ by the kubelet's httpGet; the image has no shell, the extender probes itself).
 {{- $all -}}
 {{- end -}}
 
-{{/* The profile's NodeResourcesFit scoring strategy (scoringStrategy), a pluginConfig entry. */}}
-{{- define "kss.scoringStrategy" }}
+{{/*
+kss.nodeResourcesFit is the profile's NodeResourcesFit pluginConfig entry (dict root, ignored), or
+nothing when it has nothing to set: the scoring strategy (scoringStrategy) and, in plugin mode, the
+ignoredResources (.ignored): the extended resources the enabled agents manage (their Offer's
+ManagedResources, files/agents.json), which no node has. In extender mode kube-scheduler sets them
+itself from the extenders' managedResources with ignoredByScheduler; plugin mode has no extender,
+so the profile names them, or every pod requesting one (a TAS pod's telemetry/scheduling) is
+"Insufficient".
+*/}}
+{{- define "kss.nodeResourcesFit" }}
+{{- if or .root.Values.scoringStrategy .ignored }}
       - name: NodeResourcesFit
         args:
+{{- with .ignored }}
+          ignoredResources:
+{{- range . }}
+          - {{ . }}
+{{- end }}
+{{- end }}
+{{- with .root.Values.scoringStrategy }}
           scoringStrategy:
-            type: {{ .Values.scoringStrategy }}
+            type: {{ . }}
             resources:
             - name: cpu
               weight: 1
             - name: memory
               weight: 1
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The extended resources the enabled agents manage (JSON list), in call order, once each. */}}
+{{- define "kss.managedResources" -}}
+{{- $table := include "kss.table" . | fromJson -}}
+{{- $out := list -}}
+{{- range $name := include "kss.enabledList" . | fromJsonArray -}}
+{{- range (get $table $name).calls -}}
+{{- range .managedResources -}}
+{{- if not (has . $out) -}}{{- $out = append $out . -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}

@@ -73,14 +73,14 @@ func main() {
 	fmt.Println()
 	printNodes(s, c)
 	fmt.Println()
-	placed := placeWorkload(s, c, exts)
+	placed, reasons := placeWorkload(s, c, exts)
 	for _, n := range telemetryNotes(s, c) {
 		fmt.Println("  " + n)
 	}
 
 	step("plugin mode: the same workload through kube-safe-scheduler, the agents compiled in as plugins (scheduler/)")
 	fmt.Println()
-	placeWithPlugins(s, c, placed)
+	placeWithPlugins(s, c, exts, placed, reasons)
 
 	fmt.Printf(`
 The cluster is up. Use it with kubectl:

@@ -102,7 +102,10 @@ type extender struct {
 	filter, prioritize string
 	weight             int64
 	names              bool // nodeCacheCapable: send node names
-	client             harness.ExtenderClient
+	// managed: the extended resources the scheduler ignores for this extender
+	// (managedResources with ignoredByScheduler)
+	managed []string
+	client  harness.ExtenderClient
 }
 
 // extendersOf reads the extenders the scheduler runs with, at their local addresses.
@@ -114,6 +117,10 @@ func extendersOf(run *harness.RunningDeployment) ([]extender, error) {
 			PrioritizeVerb   string `json:"prioritizeVerb"`
 			Weight           int64  `json:"weight"`
 			NodeCacheCapable bool   `json:"nodeCacheCapable"`
+			ManagedResources []struct {
+				Name               string `json:"name"`
+				IgnoredByScheduler bool   `json:"ignoredByScheduler"`
+			} `json:"managedResources"`
 		} `json:"extenders"`
 	}
 	if err := yaml.Unmarshal(run.Config, &cfg); err != nil {
@@ -128,6 +135,11 @@ func extendersOf(run *harness.RunningDeployment) ([]extender, error) {
 		x := extender{
 			filter: strings.TrimPrefix(e.FilterVerb, "predicates/"), prioritize: strings.TrimPrefix(e.PrioritizeVerb, "priorities/"),
 			weight: e.Weight, names: e.NodeCacheCapable, client: harness.ExtenderClient{BaseURL: u.Scheme + "://" + u.Host},
+		}
+		for _, r := range e.ManagedResources {
+			if r.IgnoredByScheduler {
+				x.managed = append(x.managed, r.Name)
+			}
 		}
 		switch {
 		case x.filter == "":
@@ -249,9 +261,9 @@ func (j judgement) cell(e extender, node string) string {
 }
 
 // placeWorkload schedules the workload through the extenders and prints the table; it returns
-// where each pod went ("" for a pending pod).
-func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) map[string]string {
-	placed := map[string]string{}
+// where each pod went ("" for a pending pod) and, for a pending pod, the scheduler's reason.
+func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) (placed, reasons map[string]string) {
+	placed, reasons = map[string]string{}, map[string]string{}
 	ctx := s.Context()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	header := "POD\tNODE\t"
@@ -277,6 +289,9 @@ func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) map[
 		c.CreatePod(s, spec)
 		chosen, failure := waitForOutcome(s, c, spec.Name)
 		placed[spec.Name] = chosen
+		if chosen == "" {
+			reasons[spec.Name] = failure
+		}
 
 		row := func(label, node string) {
 			line := label + "\t" + node + "\t"
@@ -333,7 +348,7 @@ func placeWorkload(s *harness.Session, c *harness.Cluster, exts []extender) map[
 	for _, n := range notes {
 		fmt.Println("  " + n)
 	}
-	return placed
+	return placed, reasons
 }
 
 // runnerUp is the node, other than chosen, that passes every extender filter and has the best
