@@ -25,8 +25,9 @@ type Estimate struct {
 	// CPU in millicores and Memory in bytes: the units of the node annotations (nodestats) and
 	// of framework.CPUMemoryRequests.
 	CPU, Memory float64
-	// Evidence says where the estimate comes from, for reasons and explanations: "" for the
-	// request; a learner says, e.g., "p90 of 240 observations of deployment shop/web".
+	// Evidence says where the estimate comes from: "" for the request; a learner says, e.g.,
+	// "p90 of 240 observations of deployment shop/web". It is meant for reasons and explanations
+	// (issue 37); nothing reads it yet.
 	Evidence string
 }
 
