@@ -42,8 +42,9 @@ const (
 
 // Usage statistics annotations: the free cpu (millicores) and free memory (bytes) of the node,
 // measured, not requested (from the metrics API: allocatable minus usage, which may be
-// negative; from Prometheus: idle cpu and available memory), over the statistics window (the annotator's STATS_WINDOW, 15m by default), from one sample per
-// step (STATS_INTERVAL, or PROMETHEUS_STEP), never from fewer than STATS_MIN_SAMPLES samples.
+// negative; from Prometheus: idle cpu and available memory), over the statistics window (the
+// annotator's STATS_WINDOW, 15m by default), from one sample per step (INTERVAL, or
+// PROMETHEUS_STEP), never from fewer than STATS_MIN_SAMPLES samples.
 //
 //   - Mean*: the mean of the samples.
 //   - Std*: their population standard deviation (divided by n, not n - 1).
