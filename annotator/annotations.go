@@ -8,49 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
-// Allocation annotations: the summed requests of the non-terminated pods bound to the node
-// (as kube-scheduler computes a pod's requests), and allocatable minus that.
-const (
-	RequestedCPU              = "requested-cpu"               // millicores
-	RequestedMemory           = "requested-memory"            // bytes
-	RequestedPods             = "requested-pods"              // count
-	RequestedGPU              = "requested-gpu"               // count of the GPU resource (GPU_RESOURCE)
-	RequestedEphemeralStorage = "requested-ephemeral-storage" // bytes
-
-	FreeCPU              = "free-cpu"
-	FreeMemory           = "free-memory"
-	FreePods             = "free-pods"
-	FreeGPU              = "free-gpu"
-	FreeEphemeralStorage = "free-ephemeral-storage"
-)
-
-// Usage statistics annotations, read by the safe agent: free cpu in millicores and free memory
-// in bytes over the statistics window. "forcasted" is the spelling deployed agents read.
-const (
-	MeanFreeCPU        = "mean-free-cpu"
-	StdFreeCPU         = "std-free-cpu"
-	ForecastFreeCPU    = "forcasted-free-cpu"
-	MeanFreeMemory     = "mean-free-memory"
-	StdFreeMemory      = "std-free-memory"
-	ForecastFreeMemory = "forcasted-free-memory"
-
-	// StatisticsTimestamp is when the statistics were computed (RFC 3339, UTC; the end of the
-	// window they cover). It is written with every statistics patch and refreshed at least every
-	// STATS_REFRESH, so that a reader can tell fresh statistics from those of an annotator that
-	// stopped.
-	StatisticsTimestamp = "statistics-timestamp"
-
-	// StatisticsRequestedCPU and StatisticsRequestedMemory are the node's requested cpu
-	// (millicores) and memory (bytes) when the statistics were written, with every statistics
-	// patch: a reader adds to the statistics the requests grown since (pods placed minus pods
-	// gone), which the statistics cannot hold yet.
-	StatisticsRequestedCPU    = "statistics-requested-cpu"
-	StatisticsRequestedMemory = "statistics-requested-memory"
-)
-
-// resourceKeys pairs a resource with its two allocation annotations.
+// resourceKeys pairs a resource with its two allocation annotations (see nodestats).
 type resourceKeys struct {
 	name            corev1.ResourceName
 	requested, free string
@@ -58,11 +19,11 @@ type resourceKeys struct {
 
 func allocationKeys(gpu corev1.ResourceName) []resourceKeys {
 	return []resourceKeys{
-		{corev1.ResourceCPU, RequestedCPU, FreeCPU},
-		{corev1.ResourceMemory, RequestedMemory, FreeMemory},
-		{corev1.ResourcePods, RequestedPods, FreePods},
-		{gpu, RequestedGPU, FreeGPU},
-		{corev1.ResourceEphemeralStorage, RequestedEphemeralStorage, FreeEphemeralStorage},
+		{corev1.ResourceCPU, nodestats.RequestedCPU, nodestats.FreeCPU},
+		{corev1.ResourceMemory, nodestats.RequestedMemory, nodestats.FreeMemory},
+		{corev1.ResourcePods, nodestats.RequestedPods, nodestats.FreePods},
+		{gpu, nodestats.RequestedGPU, nodestats.FreeGPU},
+		{corev1.ResourceEphemeralStorage, nodestats.RequestedEphemeralStorage, nodestats.FreeEphemeralStorage},
 	}
 }
 
@@ -74,7 +35,7 @@ func allocationAnnotations(node *corev1.Node, alloc framework.Amounts, gpu corev
 	out := make(map[string]string, 10)
 	for _, k := range allocationKeys(gpu) {
 		req := alloc[k.name]
-		out[k.requested] = strconv.FormatInt(req, 10)
+		out[k.requested] = nodestats.FormatInt(req)
 		if len(node.Status.Allocatable) == 0 {
 			continue
 		}
@@ -82,23 +43,21 @@ func allocationAnnotations(node *corev1.Node, alloc framework.Amounts, gpu corev
 		if q, ok := node.Status.Allocatable[k.name]; ok {
 			capacity = framework.Amount(k.name, q)
 		}
-		out[k.free] = strconv.FormatInt(capacity-req, 10)
+		out[k.free] = nodestats.FormatInt(capacity - req)
 	}
 	return out
 }
 
-// statisticsAnnotations formats the summaries of free cpu and free memory.
+// statisticsAnnotations formats the summaries of free cpu and free memory (see nodestats for
+// what each means). The forecast is written under the "forcasted" keys, which every reader
+// reads first.
 func statisticsAnnotations(cpu, memory Summary) map[string]string {
 	return map[string]string{
-		MeanFreeCPU: formatAmount(cpu.Mean), StdFreeCPU: formatAmount(cpu.Std), ForecastFreeCPU: formatAmount(cpu.Forecast),
-		MeanFreeMemory: formatAmount(memory.Mean), StdFreeMemory: formatAmount(memory.Std),
-		ForecastFreeMemory: formatAmount(memory.Forecast),
+		nodestats.MeanFreeCPU: nodestats.FormatAmount(cpu.Mean), nodestats.StdFreeCPU: nodestats.FormatAmount(cpu.Std),
+		nodestats.ForcastedFreeCPU: nodestats.FormatAmount(cpu.Forecast),
+		nodestats.MeanFreeMemory:   nodestats.FormatAmount(memory.Mean), nodestats.StdFreeMemory: nodestats.FormatAmount(memory.Std),
+		nodestats.ForcastedFreeMemory: nodestats.FormatAmount(memory.Forecast),
 	}
-}
-
-// formatAmount writes an amount as an integer (millicores, bytes): what every reader parses.
-func formatAmount(v float64) string {
-	return strconv.FormatInt(int64(math.Round(v)), 10)
 }
 
 // withinTolerance reports whether the annotation value old is close enough to want that
@@ -125,7 +84,7 @@ func stale(v string, ok bool, now time.Time, maxAge time.Duration) bool {
 	if !ok {
 		return true
 	}
-	t, err := time.Parse(time.RFC3339, v)
+	t, err := nodestats.ParseTimestamp(v)
 	if err != nil {
 		return true
 	}

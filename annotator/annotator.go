@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +25,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // FieldManager names the annotator in the nodes' managed fields.
@@ -239,7 +239,7 @@ func (a *Annotator) statistics(n *corev1.Node, series map[string]NodeSeries, pro
 // changedStatistics adds to want the statistics that moved beyond the tolerance, with the
 // timestamp; all of them when the timestamp is due for a refresh.
 func (a *Annotator) changedStatistics(n *corev1.Node, stats map[string]string, now time.Time, want map[string]string) {
-	ts, ok := n.Annotations[StatisticsTimestamp]
+	ts, ok := n.Annotations[nodestats.StatisticsTimestamp]
 	refresh := stale(ts, ok, now, a.cfg.Refresh)
 	changed := false
 	for k, v := range stats {
@@ -250,10 +250,10 @@ func (a *Annotator) changedStatistics(n *corev1.Node, stats map[string]string, n
 		}
 	}
 	if changed {
-		want[StatisticsTimestamp] = now.UTC().Format(time.RFC3339)
+		want[nodestats.StatisticsTimestamp] = nodestats.FormatTimestamp(now)
 		alloc := a.cluster.Allocated(n.Name)
-		want[StatisticsRequestedCPU] = strconv.FormatInt(alloc[corev1.ResourceCPU], 10)
-		want[StatisticsRequestedMemory] = strconv.FormatInt(alloc[corev1.ResourceMemory], 10)
+		want[nodestats.StatisticsRequestedCPU] = nodestats.FormatInt(alloc[corev1.ResourceCPU])
+		want[nodestats.StatisticsRequestedMemory] = nodestats.FormatInt(alloc[corev1.ResourceMemory])
 	}
 }
 

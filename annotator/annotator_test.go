@@ -25,6 +25,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
@@ -160,22 +161,22 @@ func TestAllocationAnnotations(t *testing.T) {
 		// n1: 4000m - 1500m = 2500m; 16Gi - 3Gi = 13Gi; 110 - 4 pods; 0 GPUs allocatable - 1
 		// requested = -1 (overcommitted, reported as it is); 100Gi - 10Gi storage.
 		"n1": {
-			RequestedCPU: "1500", RequestedMemory: "3221225472", RequestedPods: "4", RequestedGPU: "1",
-			RequestedEphemeralStorage: "10737418240",
-			FreeCPU:                   "2500", FreeMemory: "13958643712", FreePods: "106", FreeGPU: "-1", FreeEphemeralStorage: "96636764160",
+			nodestats.RequestedCPU: "1500", nodestats.RequestedMemory: "3221225472", nodestats.RequestedPods: "4", nodestats.RequestedGPU: "1",
+			nodestats.RequestedEphemeralStorage: "10737418240",
+			nodestats.FreeCPU:                   "2500", nodestats.FreeMemory: "13958643712", nodestats.FreePods: "106", nodestats.FreeGPU: "-1", nodestats.FreeEphemeralStorage: "96636764160",
 		},
 		// n2: nothing bound: all requested 0, free = allocatable.
 		"n2": {
-			RequestedCPU: "0", RequestedMemory: "0", RequestedPods: "0", RequestedGPU: "0", RequestedEphemeralStorage: "0",
-			FreeCPU: "2000", FreeMemory: "8589934592", FreePods: "110", FreeGPU: "0", FreeEphemeralStorage: "107374182400",
+			nodestats.RequestedCPU: "0", nodestats.RequestedMemory: "0", nodestats.RequestedPods: "0", nodestats.RequestedGPU: "0", nodestats.RequestedEphemeralStorage: "0",
+			nodestats.FreeCPU: "2000", nodestats.FreeMemory: "8589934592", nodestats.FreePods: "110", nodestats.FreeGPU: "0", nodestats.FreeEphemeralStorage: "107374182400",
 		},
 		// A node that has not reported its allocatable gets no free-* (they would be garbage).
-		"new": {RequestedCPU: "0", RequestedMemory: "0", RequestedPods: "0", RequestedGPU: "0", RequestedEphemeralStorage: "0"},
+		"new": {nodestats.RequestedCPU: "0", nodestats.RequestedMemory: "0", nodestats.RequestedPods: "0", nodestats.RequestedGPU: "0", nodestats.RequestedEphemeralStorage: "0"},
 	}
 	if diff := cmp.Diff(want, r.patches(t)); diff != "" {
 		t.Errorf("patches (-want +got):\n%s", diff)
 	}
-	if got := r.node(t, "n1").Annotations[FreeCPU]; got != "2500" {
+	if got := r.node(t, "n1").Annotations[nodestats.FreeCPU]; got != "2500" {
 		t.Errorf("n1 free-cpu after the patch = %q", got)
 	}
 
@@ -190,7 +191,7 @@ func TestAllocationAnnotations(t *testing.T) {
 	// A pod lands on n2: only n2's changed keys are sent.
 	alloc["n2"] = framework.Amounts{corev1.ResourceCPU: 100, corev1.ResourcePods: 1}
 	r.a.Cycle(context.Background(), now.Add(2*time.Minute))
-	want = map[string]map[string]string{"n2": {RequestedCPU: "100", FreeCPU: "1900", RequestedPods: "1", FreePods: "109"}}
+	want = map[string]map[string]string{"n2": {nodestats.RequestedCPU: "100", nodestats.FreeCPU: "1900", nodestats.RequestedPods: "1", nodestats.FreePods: "109"}}
 	if diff := cmp.Diff(want, r.patches(t)); diff != "" {
 		t.Errorf("patches after a change (-want +got):\n%s", diff)
 	}
@@ -210,7 +211,7 @@ func statsRig(t *testing.T) *rig {
 			Memory: []float64{1 << 30, 1 << 30, 1 << 30}},
 		"n2": {CPU: []float64{1000, 1000, 1000}, Memory: []float64{1, 2}}, // too few memory samples
 	}}
-	ann := map[string]string{MeanFreeCPU: "123", StatisticsTimestamp: "2020-01-01T00:00:00Z"}
+	ann := map[string]string{nodestats.MeanFreeCPU: "123", nodestats.StatisticsTimestamp: "2020-01-01T00:00:00Z"}
 	alloc := map[string]framework.Amounts{"n1": {corev1.ResourceCPU: 2500, corev1.ResourceMemory: 3 << 30}}
 	return newRig(t, cfg, alloc, src, kubeletNode("n1", "16", "64Gi").Obj(), kubeletNode("n2", "16", "64Gi").Annotations(ann).Obj())
 }
@@ -234,11 +235,11 @@ func TestStatisticsAnnotations(t *testing.T) {
 	}
 	got := r.patches(t)
 	want := map[string]string{
-		MeanFreeCPU: "5000", StdFreeCPU: "2000", ForecastFreeCPU: "9090",
-		MeanFreeMemory: "1073741824", StdFreeMemory: "0", ForecastFreeMemory: "1073741824",
-		StatisticsTimestamp: "2026-01-02T03:00:00Z",
+		nodestats.MeanFreeCPU: "5000", nodestats.StdFreeCPU: "2000", nodestats.ForcastedFreeCPU: "9090",
+		nodestats.MeanFreeMemory: "1073741824", nodestats.StdFreeMemory: "0", nodestats.ForcastedFreeMemory: "1073741824",
+		nodestats.StatisticsTimestamp: "2026-01-02T03:00:00Z",
 		// the node's requests when the statistics were written, with them
-		StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472",
+		nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472",
 	}
 	if diff := cmp.Diff(want, statsOnly(got["n1"])); diff != "" {
 		t.Errorf("n1 statistics (-want +got):\n%s", diff)
@@ -247,7 +248,7 @@ func TestStatisticsAnnotations(t *testing.T) {
 	if s := statsOnly(got["n2"]); len(s) != 0 {
 		t.Errorf("n2 got statistics %v from too few samples", s)
 	}
-	if n2 := r.node(t, "n2"); n2.Annotations[MeanFreeCPU] != "123" || n2.Annotations[StatisticsTimestamp] != "2020-01-01T00:00:00Z" {
+	if n2 := r.node(t, "n2"); n2.Annotations[nodestats.MeanFreeCPU] != "123" || n2.Annotations[nodestats.StatisticsTimestamp] != "2020-01-01T00:00:00Z" {
 		t.Errorf("n2's old statistics were touched: %v", n2.Annotations)
 	}
 
@@ -263,8 +264,8 @@ func TestStatisticsAnnotations(t *testing.T) {
 	r.a.Cycle(context.Background(), t1)
 	// std 2000 -> 0 and forecast 9090 -> 5050 moved: those two are sent, with a new timestamp;
 	// mean 5000 -> 5050 (1 %) is not.
-	want = map[string]string{StdFreeCPU: "0", ForecastFreeCPU: "5050", StatisticsTimestamp: t1.Format(time.RFC3339),
-		StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472"}
+	want = map[string]string{nodestats.StdFreeCPU: "0", nodestats.ForcastedFreeCPU: "5050", nodestats.StatisticsTimestamp: t1.Format(time.RFC3339),
+		nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472"}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 after a small change (-want +got):\n%s", diff)
 	}
@@ -280,9 +281,9 @@ func TestStatisticsAnnotations(t *testing.T) {
 	t3 := t1.Add(r.a.cfg.Refresh)
 	r.a.Cycle(context.Background(), t3)
 	want = map[string]string{
-		MeanFreeCPU: "5050", StdFreeCPU: "0", ForecastFreeCPU: "5050",
-		MeanFreeMemory: "1073741824", StdFreeMemory: "0", ForecastFreeMemory: "1073741824",
-		StatisticsTimestamp: t3.Format(time.RFC3339), StatisticsRequestedCPU: "2500", StatisticsRequestedMemory: "3221225472",
+		nodestats.MeanFreeCPU: "5050", nodestats.StdFreeCPU: "0", nodestats.ForcastedFreeCPU: "5050",
+		nodestats.MeanFreeMemory: "1073741824", nodestats.StdFreeMemory: "0", nodestats.ForcastedFreeMemory: "1073741824",
+		nodestats.StatisticsTimestamp: t3.Format(time.RFC3339), nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472",
 	}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 at refresh (-want +got):\n%s", diff)
@@ -326,7 +327,7 @@ func TestBadDataLeavesAnnotations(t *testing.T) {
 		}
 	}
 	after := r.node(t, "n2").Annotations
-	for _, k := range []string{MeanFreeCPU, StatisticsTimestamp} {
+	for _, k := range []string{nodestats.MeanFreeCPU, nodestats.StatisticsTimestamp} {
 		if before[k] != after[k] {
 			t.Errorf("%s changed from %q to %q", k, before[k], after[k])
 		}

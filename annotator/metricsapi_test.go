@@ -16,6 +16,7 @@ import (
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // nodeMetricsGVR is where the metrics fake clientset lists NodeMetrics from (the client's
@@ -130,10 +131,10 @@ func TestMetricsAPIThroughAnnotator(t *testing.T) {
 	}
 	n := r.node(t, "n1")
 	want := map[string]string{
-		MeanFreeCPU: "2000", StdFreeCPU: "816", ForecastFreeCPU: "0",
-		MeanFreeMemory: "4294967296", StdFreeMemory: "0", ForecastFreeMemory: "4294967296",
-		StatisticsTimestamp:    "2026-01-01T12:02:01Z",
-		StatisticsRequestedCPU: "0", StatisticsRequestedMemory: "0",
+		nodestats.MeanFreeCPU: "2000", nodestats.StdFreeCPU: "816", nodestats.ForcastedFreeCPU: "0",
+		nodestats.MeanFreeMemory: "4294967296", nodestats.StdFreeMemory: "0", nodestats.ForcastedFreeMemory: "4294967296",
+		nodestats.StatisticsTimestamp:    "2026-01-01T12:02:01Z",
+		nodestats.StatisticsRequestedCPU: "0", nodestats.StatisticsRequestedMemory: "0",
 	}
 	if diff := cmp.Diff(want, statsOnly(n.Annotations)); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // exposition serves node_exporter-style metrics, one sample per scrape with an explicit
@@ -213,7 +214,7 @@ func TestPrometheusSource(t *testing.T) {
 	// n1 is the target's host (instance 127.0.0.1:port, matched by address without the port);
 	// n2 is unknown to Prometheus.
 	n1 := kubeletNode("n1", "4", "16Gi").Address(corev1.NodeInternalIP, "127.0.0.1").Obj()
-	n2 := kubeletNode("n2", "4", "16Gi").Annotation(MeanFreeMemory, "42").Obj()
+	n2 := kubeletNode("n2", "4", "16Gi").Annotation(nodestats.MeanFreeMemory, "42").Obj()
 	nodes := []*corev1.Node{n1, n2}
 
 	var series map[string]NodeSeries
@@ -268,15 +269,15 @@ func TestPrometheusSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		MeanFreeCPU: "1500", StdFreeCPU: "0", ForecastFreeCPU: "1500",
-		MeanFreeMemory: "5368709120", StdFreeMemory: "2147483648", ForecastFreeMemory: formatAmount(forecast.Forecast),
-		StatisticsTimestamp:    end.UTC().Format(time.RFC3339),
-		StatisticsRequestedCPU: "0", StatisticsRequestedMemory: "0",
+		nodestats.MeanFreeCPU: "1500", nodestats.StdFreeCPU: "0", nodestats.ForcastedFreeCPU: "1500",
+		nodestats.MeanFreeMemory: "5368709120", nodestats.StdFreeMemory: "2147483648", nodestats.ForcastedFreeMemory: nodestats.FormatAmount(forecast.Forecast),
+		nodestats.StatisticsTimestamp:    end.UTC().Format(time.RFC3339),
+		nodestats.StatisticsRequestedCPU: "0", nodestats.StatisticsRequestedMemory: "0",
 	}
 	if diff := cmp.Diff(want, statsOnly(r.node(t, "n1").Annotations)); diff != "" {
 		t.Errorf("n1 annotations (-want +got):\n%s", diff)
 	}
-	if got := r.node(t, "n2").Annotations[MeanFreeMemory]; got != "42" {
+	if got := r.node(t, "n2").Annotations[nodestats.MeanFreeMemory]; got != "42" {
 		t.Errorf("n2's mean-free-memory = %q, want it left at 42", got)
 	}
 	var warned []string

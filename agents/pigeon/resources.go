@@ -1,12 +1,10 @@
 package pigeon
 
 import (
-	"math"
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // The resources, in the order NUM_RESOURCES selects them.
@@ -29,10 +27,11 @@ var resourceNames = [MaxResources]corev1.ResourceName{
 	corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, "nvidia.com/gpu", corev1.ResourceEphemeralStorage,
 }
 
-// usageAnnotations are the node annotations the original's annotator wrote, read when the agent
-// has no cluster access: millicores, bytes, a count, a count, bytes.
+// usageAnnotations are the node annotator's allocation annotations, read when the agent has no
+// cluster access: millicores, bytes, a count, a count, bytes.
 var usageAnnotations = [MaxResources]string{
-	"requested-cpu", "requested-memory", "requested-pods", "requested-gpu", "requested-ephemeral-storage",
+	nodestats.RequestedCPU, nodestats.RequestedMemory, nodestats.RequestedPods, nodestats.RequestedGPU,
+	nodestats.RequestedEphemeralStorage,
 }
 
 // units divides a resource's base amount (framework.Amounts: millicores, bytes, counts) into
@@ -81,8 +80,8 @@ func (r resources) fromAnnotations(n *corev1.Node) (u vec, bad int) {
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseFloat(raw, 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		v, err := nodestats.Parse(raw)
+		if err != nil || v < 0 {
 			if bad < 0 {
 				bad = j
 			}

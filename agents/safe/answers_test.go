@@ -16,6 +16,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // byChunks judges nodes as plugin mode judges an adaptive filter: a.Filters()'s ForList over
@@ -85,20 +86,20 @@ func TestAnswersMatchFresh(t *testing.T) {
 			case k == 0: // no statistics
 			case k == 1:
 				annotations = fixtures.UsageStatistics(i+iter*100+rv, 16000, 64<<30, now)
-				annotations[AnnotationStatisticsTimestamp] = "yesterday"
+				annotations[nodestats.StatisticsTimestamp] = "yesterday"
 			case k == 2:
 				annotations = fixtures.UsageStatistics(i+iter*100+rv, 16000, 64<<30, now)
-				delete(annotations, AnnotationStatisticsTimestamp)
+				delete(annotations, nodestats.StatisticsTimestamp)
 			default: // statistics from 0 to 30 minutes ago
 				annotations = fixtures.UsageStatistics(i+iter*100+rv, 16000, 64<<30, now.Add(-time.Duration(r.IntN(30))*time.Minute))
 			}
 			if r.IntN(2) == 0 {
-				annotations[AnnotationStatisticsRequestedCPU] = strconv.Itoa(r.IntN(8000))
-				annotations[AnnotationStatisticsRequestedMemory] = strconv.Itoa(r.IntN(32) << 30)
+				annotations[nodestats.StatisticsRequestedCPU] = strconv.Itoa(r.IntN(8000))
+				annotations[nodestats.StatisticsRequestedMemory] = strconv.Itoa(r.IntN(32) << 30)
 			}
 			if r.IntN(3) == 0 {
-				annotations[AnnotationRequestedCPU] = strconv.Itoa(r.IntN(16000))
-				annotations[AnnotationRequestedMemory] = strconv.Itoa(r.IntN(64) << 30)
+				annotations[nodestats.RequestedCPU] = strconv.Itoa(r.IntN(16000))
+				annotations[nodestats.RequestedMemory] = strconv.Itoa(r.IntN(64) << 30)
 			}
 			n := bigNode(fmt.Sprintf("n%d", i), annotations)
 			if r.IntN(10) > 0 {

@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
-
-	corev1 "k8s.io/api/core/v1"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // benchNodes returns n realistic nodes: the labels and annotations a kubeadm node carries, 16
@@ -41,12 +42,12 @@ func benchNodes(n int) []*corev1.Node {
 					a[forecast] = strconv.FormatFloat(capacity*(1-u)*(0.8+0.4*r.Float64()), 'f', 0, 64)
 				}
 			}
-			cpuForecast, memForecast := AnnotationForecastFreeCPULegacy, AnnotationForecastFreeMemoryLegacy
+			cpuForecast, memForecast := nodestats.ForcastedFreeCPU, nodestats.ForcastedFreeMemory
 			if i%10 == 1 {
-				cpuForecast, memForecast = AnnotationForecastFreeCPU, AnnotationForecastFreeMemory
+				cpuForecast, memForecast = nodestats.ForecastedFreeCPU, nodestats.ForecastedFreeMemory
 			}
-			put(AnnotationMeanFreeCPU, AnnotationStdFreeCPU, cpuForecast, cpuMilli)
-			put(AnnotationMeanFreeMemory, AnnotationStdFreeMemory, memForecast, memBytes)
+			put(nodestats.MeanFreeCPU, nodestats.StdFreeCPU, cpuForecast, cpuMilli)
+			put(nodestats.MeanFreeMemory, nodestats.StdFreeMemory, memForecast, memBytes)
 		}
 		nodes[i] = fixtures.MakeNode().Name(name).Annotations(a).Labels(map[string]string{
 			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",

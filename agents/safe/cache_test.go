@@ -11,6 +11,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // The extender's cluster cache keeps what the load placed since the statistics needs: a running
@@ -21,8 +22,8 @@ import (
 // rejected with "1 pods placed since the statistics add 8000m".
 func TestPlacedLoadThroughTheCache(t *testing.T) {
 	stamp := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
-	node := bigNode("n1", ann{AnnotationMeanFreeCPU: "8000", AnnotationStdFreeCPU: "400",
-		AnnotationStatisticsTimestamp: stamp.Format(time.RFC3339)})
+	node := bigNode("n1", ann{nodestats.MeanFreeCPU: "8000", nodestats.StdFreeCPU: "400",
+		nodestats.StatisticsTimestamp: stamp.Format(time.RFC3339)})
 	// An 8-cpu pod bound an hour before the statistics, running since: its usage is in the
 	// statistics' mean (8000 of 16000 free).
 	running := boundPod("running", "8", "n1", stamp.Add(-time.Hour))

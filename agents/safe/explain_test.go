@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // Explain shows the numbers the filter's reason shows, per resource, for every node: measured,
@@ -20,9 +21,9 @@ func TestExplain(t *testing.T) {
 	pod := makePod("400m", "800")
 	nodes := []*corev1.Node{
 		// As TestFilterOverload's Beta(2,3): cpu mu 0.4, sigma 0.2, risk 0.3125 at T 0.5.
-		fixtureNode("beta").Annotations(ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800"}).Obj(),
-		fixtureNode("stale").Annotations(ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
-			AnnotationStatisticsTimestamp: now.Add(-2 * time.Hour).Format(time.RFC3339)}).Obj(),
+		fixtureNode("beta").Annotations(ann{nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800"}).Obj(),
+		fixtureNode("stale").Annotations(ann{nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800",
+			nodestats.StatisticsTimestamp: now.Add(-2 * time.Hour).Format(time.RFC3339)}).Obj(),
 	}
 	got := a.Explain(context.Background(), FilterOverload, "filter", pod, nodes)
 	if len(got) != 2 {

@@ -17,6 +17,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // indexedCluster is a framework.Cluster over pods that change, and its framework.NodePods: a
@@ -73,10 +74,10 @@ func TestPlacedIndexMatchesScan(t *testing.T) {
 			case k == 0: // no statistics
 			case k == 1:
 				annotations = fixtures.UsageStatistics(i+iter*100, 16000, 64<<30, now)
-				annotations[AnnotationStatisticsTimestamp] = "yesterday"
+				annotations[nodestats.StatisticsTimestamp] = "yesterday"
 			case k == 2:
 				annotations = fixtures.UsageStatistics(i+iter*100, 16000, 64<<30, now)
-				delete(annotations, AnnotationStatisticsTimestamp)
+				delete(annotations, nodestats.StatisticsTimestamp)
 			default: // statistics from 0 to 90 minutes ago, some stale
 				annotations = fixtures.UsageStatistics(i+iter*100+rv, 16000, 64<<30, now.Add(-time.Duration(r.IntN(90))*time.Minute))
 			}

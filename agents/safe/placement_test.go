@@ -13,6 +13,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // The tests of issue 26's three causes, each with the single request that reproduced it, on
@@ -87,7 +88,7 @@ func scores(t *testing.T, a *Agent, pod *corev1.Pod, nodes []*corev1.Node) (over
 // its pods' requests, from the cluster view or, without one, from the annotator's requested-*
 // annotations.
 func TestNodeWithoutStatisticsJudgedFromRequests(t *testing.T) {
-	busy := bigNode("busy", ann{AnnotationMeanFreeCPU: "4000", AnnotationStdFreeCPU: "800"})
+	busy := bigNode("busy", ann{nodestats.MeanFreeCPU: "4000", nodestats.StdFreeCPU: "800"})
 	pod := makePod("1", "1Gi")
 	t.Run("cluster view", func(t *testing.T) {
 		fresh, full := bigNode("new", nil), bigNode("full", nil)
@@ -118,7 +119,7 @@ func TestNodeWithoutStatisticsJudgedFromRequests(t *testing.T) {
 		}
 	})
 	t.Run("annotations without cluster access", func(t *testing.T) {
-		fresh := bigNode("new", ann{AnnotationRequestedCPU: "0", AnnotationRequestedMemory: "0"})
+		fresh := bigNode("new", ann{nodestats.RequestedCPU: "0", nodestats.RequestedMemory: "0"})
 		unknown := bigNode("unknown", nil)
 		a := newAgent(t, DefaultConfig(), nil)
 		o, b := scores(t, a, pod, []*corev1.Node{busy, fresh, unknown})
@@ -135,8 +136,8 @@ func TestNodeWithoutStatisticsJudgedFromRequests(t *testing.T) {
 // 3-cpu pods and rejected a 4-cpu pod; small pods then took every room that freed. The shipped
 // filter judges the node as it is: the same answer for every pod size.
 func TestFilterDoesNotStarveLargePods(t *testing.T) {
-	n := bigNode("n", ann{AnnotationMeanFreeCPU: "6000", AnnotationStdFreeCPU: "1200"})
-	hot := bigNode("hot", ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "800"})
+	n := bigNode("n", ann{nodestats.MeanFreeCPU: "6000", nodestats.StdFreeCPU: "1200"})
+	hot := bigNode("hot", ann{nodestats.MeanFreeCPU: "800", nodestats.StdFreeCPU: "800"})
 	sizes := []string{"500m", "2", "3", "4", "8"}
 	t.Run("shipped default", func(t *testing.T) {
 		a := newAgent(t, DefaultConfig(), nil)
@@ -185,8 +186,8 @@ func TestFilterDoesNotStarveLargePods(t *testing.T) {
 // requests to the node's measured usage, in the filter, the priorities and the reason.
 func TestLoadPlacedSinceStatistics(t *testing.T) {
 	stamp := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	statsAnn := ann{AnnotationMeanFreeCPU: "8000", AnnotationStdFreeCPU: "400",
-		AnnotationStatisticsTimestamp: stamp.Format(time.RFC3339)}
+	statsAnn := ann{nodestats.MeanFreeCPU: "8000", nodestats.StdFreeCPU: "400",
+		nodestats.StatisticsTimestamp: stamp.Format(time.RFC3339)}
 	target, quiet := bigNode("target", statsAnn), bigNode("quiet", statsAnn)
 	c := testCluster{nodes: []*corev1.Node{target, quiet}, pods: []*corev1.Pod{
 		boundPod("before", "4", "target", stamp.Add(-time.Minute)), // in the statistics already
@@ -244,9 +245,9 @@ func TestLoadPlacedSinceStatistics(t *testing.T) {
 // FilterAdaptive: the pod's request counts while some node that can hold it takes it; when none
 // does, the nodes are judged as they are, so a large pod is not kept out for ever.
 func TestAdaptiveFilter(t *testing.T) {
-	mid := bigNode("mid", ann{AnnotationMeanFreeCPU: "6000", AnnotationStdFreeCPU: "1200"})     // 62.5 % measured
-	quiet := bigNode("quiet", ann{AnnotationMeanFreeCPU: "12000", AnnotationStdFreeCPU: "400"}) // 25 %
-	hot := bigNode("hot", ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "800"})       // 95 %
+	mid := bigNode("mid", ann{nodestats.MeanFreeCPU: "6000", nodestats.StdFreeCPU: "1200"})     // 62.5 % measured
+	quiet := bigNode("quiet", ann{nodestats.MeanFreeCPU: "12000", nodestats.StdFreeCPU: "400"}) // 25 %
+	hot := bigNode("hot", ann{nodestats.MeanFreeCPU: "800", nodestats.StdFreeCPU: "800"})       // 95 %
 	large := makePod("4", "1Gi")
 	cfg := config(func(c *Config) { c.Filter = FilterAdaptive })
 	rejected := func(a *Agent, nodes ...*corev1.Node) map[string]string {
@@ -276,7 +277,7 @@ func TestAdaptiveFilter(t *testing.T) {
 	}
 	// A node that would take the pod by its usage but has no room for its request (plugin mode
 	// judges every node before kube-scheduler's fit) does not count.
-	full := bigNode("full", ann{AnnotationMeanFreeCPU: "12000", AnnotationStdFreeCPU: "400"})
+	full := bigNode("full", ann{nodestats.MeanFreeCPU: "12000", nodestats.StdFreeCPU: "400"})
 	c := testCluster{nodes: []*corev1.Node{mid, full}, pods: []*corev1.Pod{boundPod("big", "14", "full", time.Unix(1, 0))}}
 	a = clusterAgent(t, cfg, c)
 	if got := rejected(a, mid, full); len(got) != 0 {
@@ -292,10 +293,10 @@ func TestAdaptiveFilter(t *testing.T) {
 func TestRequestsGrownSinceStatistics(t *testing.T) {
 	stamp := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	// At the statistics: 8 cpu used of 16, 6 cpu requested (pods "gone1" and "gone2" and "stay").
-	statsAnn := ann{AnnotationMeanFreeCPU: "8000", AnnotationStdFreeCPU: "400",
-		AnnotationStatisticsTimestamp:       stamp.Format(time.RFC3339),
-		AnnotationStatisticsRequestedCPU:    "6000",
-		AnnotationStatisticsRequestedMemory: "0"}
+	statsAnn := ann{nodestats.MeanFreeCPU: "8000", nodestats.StdFreeCPU: "400",
+		nodestats.StatisticsTimestamp:       stamp.Format(time.RFC3339),
+		nodestats.StatisticsRequestedCPU:    "6000",
+		nodestats.StatisticsRequestedMemory: "0"}
 	target := bigNode("target", statsAnn)
 	// Since: gone1 and gone2 (2 cpu each) left, four pods of 2 cpu came: requests 2 + 8 = 10 cpu,
 	// grown by 4 cpu; the pods placed since sum 8 cpu.

@@ -1,6 +1,9 @@
 package safe
 
-import "github.com/kube-safe-scheduler/extender/framework"
+import (
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/nodestats"
+)
 
 var _ framework.Requeuer = (*Agent)(nil)
 
@@ -14,9 +17,9 @@ func (a *Agent) RequeueOn(filter string) *framework.RequeueOn {
 	}
 	return &framework.RequeueOn{
 		NodeAnnotations: []string{
-			AnnotationMeanFreeCPU, AnnotationStdFreeCPU, AnnotationForecastFreeCPU, AnnotationForecastFreeCPULegacy,
-			AnnotationMeanFreeMemory, AnnotationStdFreeMemory, AnnotationForecastFreeMemory, AnnotationForecastFreeMemoryLegacy,
-			AnnotationStatisticsTimestamp,
+			nodestats.MeanFreeCPU, nodestats.StdFreeCPU, nodestats.ForecastedFreeCPU, nodestats.ForcastedFreeCPU,
+			nodestats.MeanFreeMemory, nodestats.StdFreeMemory, nodestats.ForecastedFreeMemory, nodestats.ForcastedFreeMemory,
+			nodestats.StatisticsTimestamp,
 		},
 		NodeAllocatable: true,
 		PodScaleDown:    true,

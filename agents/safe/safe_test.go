@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 
@@ -63,7 +63,7 @@ func TestFilterOverload(t *testing.T) {
 	pod := makePod("400m", "800")
 	// T 50: the Beta(2,3) fixtures below have rank I_0.5(2,3) = 0.6875, risk 0.3125.
 	t50 := func(c *Config) { c.Utilization = 50 }
-	beta23CPU := ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800"} // mu (1200+400)/4000 = 0.4, sigma 0.2
+	beta23CPU := ann{nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800"} // mu (1200+400)/4000 = 0.4, sigma 0.2
 	tests := []struct {
 		name   string
 		cfg    Config
@@ -74,18 +74,18 @@ func TestFilterOverload(t *testing.T) {
 		{name: "no statistics", node: fixtureNode("n").Obj()},
 		// used 4000-3000 = 1000; mu (1000+400)/4000 = 0.35, sigma 200/4000 = 0.05: far below T.
 		{name: "quiet cpu only", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}).Obj()},
+			Annotations(ann{nodestats.MeanFreeCPU: "3000", nodestats.StdFreeCPU: "200"}).Obj()},
 		// mu (3200+400)/4000 = 0.9 = T, std missing so sigma 0: rank 1.
-		{name: "sigma 0, mu at T", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800"}).Obj()},
+		{name: "sigma 0, mu at T", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "800"}).Obj()},
 		// mu (3400+400)/4000 = 0.95 > T, sigma 0: rank 0, risk 1.
-		{name: "sigma 0, mu above T", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "600"}).Obj(),
+		{name: "sigma 0, mu above T", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "600"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.95, sigma 0.00, threshold 0.90)"},
 		// cpu as beta23CPU; memory: used 8000-5600 = 2400, mu (2400+800)/8000 = 0.4, sigma
 		// 1600/8000 = 0.2: risk 0.3125 > 0.30 for both.
 		{name: "Beta(2,3) on both resources", cfg: config(t50),
 			node: fixtureNode("n").Annotations(ann{
-				AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
-				AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}).Obj(),
+				nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800",
+				nodestats.MeanFreeMemory: "5600", nodestats.StdFreeMemory: "1600"}).Obj(),
 			reason: "cpu risk 0.31 > 0.30 (mu 0.40, sigma 0.20, threshold 0.50); " +
 				"memory risk 0.31 > 0.30 (mu 0.40, sigma 0.20, threshold 0.50)"},
 		// Same risk 0.3125 <= E 0.32.
@@ -97,66 +97,66 @@ func TestFilterOverload(t *testing.T) {
 			node:   fixtureNode("n").Annotations(beta23CPU).Obj(),
 			reason: "cpu risk 0.652 > 0.650 (mu 0.40, sigma 0.20, threshold 0.30)"},
 		// Memory only: used 7500 + 800 = 8300 > 8000: mu 1, sigma 0, risk 1.
-		{name: "memory only, failing", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeMemory: "500"}).Obj(),
+		{name: "memory only, failing", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeMemory: "500"}).Obj(),
 			reason: "memory risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// Forecasts, w = 0.2: free = 0.8*800 + 0.2*200 = 680; mu (3320+400)/4000 = 0.93 > T.
 		{name: "forecast, deployed spelling", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForcastedFreeCPU: "200"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.93, sigma 0.00, threshold 0.90)"},
 		{name: "forecast, correct spelling", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "200"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForecastedFreeCPU: "200"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.93, sigma 0.00, threshold 0.90)"},
 		// Both spellings: the deployed one is read first. (The other, 4000, would give free
 		// 0.8*800 + 800 = 1440, mu (2560+400)/4000 = 0.74: a pass.)
 		{name: "forecast, both spellings", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200", AnnotationForecastFreeCPU: "4000"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForcastedFreeCPU: "200", nodestats.ForecastedFreeCPU: "4000"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.93, sigma 0.00, threshold 0.90)"},
 		// Unparseable forecasts are absent: free 800, mu 0.9 = T.
 		{name: "forecast unparseable", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "abc"}).Obj()},
+			Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForcastedFreeCPU: "abc"}).Obj()},
 		{name: "forecast NaN", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "NaN"}).Obj()},
+			Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForecastedFreeCPU: "NaN"}).Obj()},
 		// w = 0: the forecast does not count.
 		{name: "forecast weight 0", cfg: config(func(c *Config) { c.ForecastWeight = 0 }),
-			node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPU: "200"}).Obj()},
+			node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForecastedFreeCPU: "200"}).Obj()},
 		// w = 1: free = 200, mu (3800+400)/4000 = 1.05, clamped to 1.
 		{name: "forecast weight 100", cfg: config(func(c *Config) { c.ForecastWeight = 100 }),
-			node:   fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationForecastFreeCPU: "200"}).Obj(),
+			node:   fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "3000", nodestats.ForecastedFreeCPU: "200"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// Memory forecast, correct spelling: free 0.8*1000 + 0.2*0 = 800; mu (7200+800)/8000 = 1.
 		{name: "memory forecast", node: fixtureNode("n").
-			Annotations(ann{AnnotationMeanFreeMemory: "1000", AnnotationForecastFreeMemory: "0"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeMemory: "1000", nodestats.ForecastedFreeMemory: "0"}).Obj(),
 			reason: "memory risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// Zero or missing allocatable with statistics: not judgeable, rejected.
 		{name: "zero allocatable cpu", node: fixtureNode("n").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
-			Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "3000"}).Obj(),
 			reason: "allocatable cpu is zero or missing: its risk cannot be judged"},
 		{name: "missing allocatable, both", node: fixtures.MakeNode().Name("n").
-			Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationMeanFreeMemory: "3000"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "3000", nodestats.MeanFreeMemory: "3000"}).Obj(),
 			reason: "allocatable cpu is zero or missing: its risk cannot be judged; " +
 				"allocatable memory is zero or missing: its risk cannot be judged"},
 		// ... but a resource without statistics is not judged at all.
 		{name: "missing allocatable, no statistics", node: fixtures.MakeNode().Name("n").Obj()},
 		// Bad numbers: NaN and infinities are absent; -5 is a number (free -5: used 4005,
 		// mu clamped to 1).
-		{name: "mean NaN", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "NaN"}).Obj()},
-		{name: "mean +Inf", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "+Inf"}).Obj()},
-		{name: "mean -Inf", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "-Inf"}).Obj()},
-		{name: "mean 1e999", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "1e999"}).Obj()},
-		{name: "mean empty", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: ""}).Obj()},
-		{name: "mean -5", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "-5"}).Obj(),
+		{name: "mean NaN", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "NaN"}).Obj()},
+		{name: "mean +Inf", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "+Inf"}).Obj()},
+		{name: "mean -Inf", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "-Inf"}).Obj()},
+		{name: "mean 1e999", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "1e999"}).Obj()},
+		{name: "mean empty", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: ""}).Obj()},
+		{name: "mean -5", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "-5"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 1.00, sigma 0.00, threshold 0.90)"},
 		// std NaN, +Inf or -5: sigma 0 (NaN and Inf absent, -5/4000 clamped); mu 0.9 = T.
-		{name: "std NaN", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "NaN"}).Obj()},
-		{name: "std +Inf", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "+Inf"}).Obj()},
-		{name: "std -5", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationStdFreeCPU: "-5"}).Obj()},
+		{name: "std NaN", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.StdFreeCPU: "NaN"}).Obj()},
+		{name: "std +Inf", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.StdFreeCPU: "+Inf"}).Obj()},
+		{name: "std -5", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.StdFreeCPU: "-5"}).Obj()},
 		// Spaces around numbers are allowed: mu (3400+400)/4000 = 0.95.
-		{name: "spaces", node: fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: " 600 "}).Obj(),
+		{name: "spaces", node: fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: " 600 "}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.95, sigma 0.00, threshold 0.90)"},
 		// The demand counts init containers and overhead as kube-scheduler does:
 		// max(400m, 1000m) + 100m = 1100m; mu (1000+1100)/4000 = 0.525 > T 0.5.
 		{name: "init container and overhead", cfg: config(t50), pod: withInitAndOverhead(makePod("400m", "800")),
-			node:   fixtureNode("n").Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
+			node:   fixtureNode("n").Annotations(ann{nodestats.MeanFreeCPU: "3000"}).Obj(),
 			reason: "cpu risk 1.00 > 0.30 (mu 0.53, sigma 0.00, threshold 0.50)"},
 	}
 	for _, tc := range tests {
@@ -197,7 +197,7 @@ func TestPriorities(t *testing.T) {
 	//   balance obj 0.2, floor(8 + 0.5) = 8.
 	// memory full: free 500: mu 1, sigma 0 > T: risk 1, overload 0; balance obj 0.5, floor(5.5) = 5.
 	cfg := config(func(c *Config) { c.Utilization, c.Percentile = 50, 50 })
-	cpuBeta := ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800"}
+	cpuBeta := ann{nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800"}
 	merge := func(ms ...ann) ann {
 		out := ann{}
 		for _, m := range ms {
@@ -207,9 +207,9 @@ func TestPriorities(t *testing.T) {
 		}
 		return out
 	}
-	memQuiet := ann{AnnotationMeanFreeMemory: "5600"}
-	memFull := ann{AnnotationMeanFreeMemory: "500"}
-	nan := ann{AnnotationMeanFreeCPU: "NaN", AnnotationStdFreeCPU: "NaN", AnnotationMeanFreeMemory: "+Inf", AnnotationStdFreeMemory: "-Inf"}
+	memQuiet := ann{nodestats.MeanFreeMemory: "5600"}
+	memFull := ann{nodestats.MeanFreeMemory: "500"}
+	nan := ann{nodestats.MeanFreeCPU: "NaN", nodestats.StdFreeCPU: "NaN", nodestats.MeanFreeMemory: "+Inf", nodestats.StdFreeMemory: "-Inf"}
 	tests := []struct {
 		name              string
 		node              *corev1.Node
@@ -249,8 +249,8 @@ func TestDefaultOverloadScores(t *testing.T) {
 	// one at mu 0.95: risk 1, score 0.
 	a := newAgent(t, DefaultConfig(), nil)
 	nodes := []*corev1.Node{
-		fixtureNode("quiet").Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
-		fixtureNode("busy").Annotations(ann{AnnotationMeanFreeCPU: "600"}).Obj(),
+		fixtureNode("quiet").Annotations(ann{nodestats.MeanFreeCPU: "3000"}).Obj(),
+		fixtureNode("busy").Annotations(ann{nodestats.MeanFreeCPU: "600"}).Obj(),
 	}
 	if got := extendertest.Must(a.scoreOverload(context.Background(), makePod("400m", "800"), nodes)); !cmp.Equal(got, []int64{10, 0}) {
 		t.Errorf("safe-overload = %v, want [10 0]", got)
@@ -330,9 +330,9 @@ func TestNewValidates(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	nodes := []*corev1.Node{
-		fixtureNode("quiet-node").Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}).Obj(),
+		fixtureNode("quiet-node").Annotations(ann{nodestats.MeanFreeCPU: "3000", nodestats.StdFreeCPU: "200"}).Obj(),
 		fixtureNode("zero-node").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
-			Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "3000"}).Obj(),
 	}
 	run := func(printTable bool, level logrus.Level) string {
 		var buf bytes.Buffer
@@ -403,8 +403,8 @@ func TestRealisticNodesNeverNaN(t *testing.T) {
 		for k, v := range n.Annotations {
 			m[k] = v
 		}
-		key := []string{AnnotationMeanFreeCPU, AnnotationStdFreeCPU, AnnotationForecastFreeCPULegacy,
-			AnnotationMeanFreeMemory, AnnotationStdFreeMemory, AnnotationForecastFreeMemory}[i%6]
+		key := []string{nodestats.MeanFreeCPU, nodestats.StdFreeCPU, nodestats.ForcastedFreeCPU,
+			nodestats.MeanFreeMemory, nodestats.StdFreeMemory, nodestats.ForecastedFreeMemory}[i%6]
 		m[key] = odd[i/6]
 		n.Annotations = m
 	}

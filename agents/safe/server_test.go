@@ -10,6 +10,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // TestRequestForms sends the same nodes as full Node objects and as names: the verdicts,
@@ -17,13 +18,13 @@ import (
 func TestRequestForms(t *testing.T) {
 	nodes := []*corev1.Node{
 		fixtureNode("none").Obj(),
-		fixtureNode("quiet").Annotations(ann{AnnotationMeanFreeCPU: "3000", AnnotationStdFreeCPU: "200"}).Obj(),
-		fixtureNode("busy").Annotations(ann{AnnotationMeanFreeCPU: "600"}).Obj(),
-		fixtureNode("forecast").Annotations(ann{AnnotationMeanFreeCPU: "800", AnnotationForecastFreeCPULegacy: "200"}).Obj(),
+		fixtureNode("quiet").Annotations(ann{nodestats.MeanFreeCPU: "3000", nodestats.StdFreeCPU: "200"}).Obj(),
+		fixtureNode("busy").Annotations(ann{nodestats.MeanFreeCPU: "600"}).Obj(),
+		fixtureNode("forecast").Annotations(ann{nodestats.MeanFreeCPU: "800", nodestats.ForcastedFreeCPU: "200"}).Obj(),
 		fixtureNode("zero").Allocatable(fixtures.Res{corev1.ResourceCPU: "0"}).
-			Annotations(ann{AnnotationMeanFreeCPU: "3000"}).Obj(),
-		fixtureNode("beta").Annotations(ann{AnnotationMeanFreeCPU: "2800", AnnotationStdFreeCPU: "800",
-			AnnotationMeanFreeMemory: "5600", AnnotationStdFreeMemory: "1600"}).Obj(),
+			Annotations(ann{nodestats.MeanFreeCPU: "3000"}).Obj(),
+		fixtureNode("beta").Annotations(ann{nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800",
+			nodestats.MeanFreeMemory: "5600", nodestats.StdFreeMemory: "1600"}).Obj(),
 	}
 	nodes = append(nodes, benchNodes(40)...)
 	a := newAgent(t, config(func(c *Config) { c.Filter = FilterPod }), nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // callTime is the fixed clock of the staleness tests.
@@ -19,7 +20,7 @@ var callTime = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
 
 // stamped returns the annotations a plus a statistics-timestamp of ts.
 func stamped(a ann, ts string) ann {
-	out := ann{AnnotationStatisticsTimestamp: ts}
+	out := ann{nodestats.StatisticsTimestamp: ts}
 	for k, v := range a {
 		out[k] = v
 	}
@@ -33,8 +34,8 @@ func ago(d time.Duration) string { return callTime.Add(-d).Format(time.RFC3339) 
 // floor((1 - 0.35/2)*10 + 0.5) = 8. risky: 200m free: mu = 1 > T 0.9, sigma 0: risk 1,
 // rejected for its cpu risk, safe-overload 0, safe-balance floor((1 - 1/2)*10 + 0.5) = 5.
 func staleNodes() []*corev1.Node {
-	quiet := ann{AnnotationMeanFreeCPU: "3000"}
-	risky := ann{AnnotationMeanFreeCPU: "200"}
+	quiet := ann{nodestats.MeanFreeCPU: "3000"}
+	risky := ann{nodestats.MeanFreeCPU: "200"}
 	return []*corev1.Node{
 		fixtureNode("fresh").Annotations(stamped(quiet, ago(10*time.Minute))).Obj(),
 		fixtureNode("at-limit").Annotations(stamped(quiet, ago(30*time.Minute))).Obj(), // age == max: fresh
@@ -133,7 +134,7 @@ func TestStaleStatistics(t *testing.T) {
 // fresh at one call, is stale at a later one, and fresh again once the annotator rewrites it.
 func TestStalenessFollowsTheClock(t *testing.T) {
 	a := staleAgent(t, 30*time.Minute, StaleReject, nil)
-	n := fixtureNode("n").Annotations(stamped(ann{AnnotationMeanFreeCPU: "3000"}, ago(20*time.Minute))).Obj()
+	n := fixtureNode("n").Annotations(stamped(ann{nodestats.MeanFreeCPU: "3000"}, ago(20*time.Minute))).Obj()
 	n.ResourceVersion = "7" // memoized
 	if got := verdicts(t, a, []*corev1.Node{n}); len(got) != 0 {
 		t.Fatalf("at 20m: %v", got)
@@ -142,7 +143,7 @@ func TestStalenessFollowsTheClock(t *testing.T) {
 	if got := verdicts(t, a, []*corev1.Node{n}); got["n"].Reason != "usage statistics 35m old (max 30m)" {
 		t.Fatalf("15 minutes later, same version: %v", got)
 	}
-	n2 := fixtureNode("n").Annotations(stamped(ann{AnnotationMeanFreeCPU: "3000"}, callTime.Format(time.RFC3339))).Obj()
+	n2 := fixtureNode("n").Annotations(stamped(ann{nodestats.MeanFreeCPU: "3000"}, callTime.Format(time.RFC3339))).Obj()
 	n2.ResourceVersion = "8"
 	if got := verdicts(t, a, []*corev1.Node{n2}); len(got) != 0 {
 		t.Fatalf("rewritten: %v", got)

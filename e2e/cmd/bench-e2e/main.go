@@ -45,7 +45,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
-	"github.com/kube-safe-scheduler/extender/e2e/internal/nodestats"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 type mode struct {
@@ -415,14 +415,14 @@ func fastClient(s *harness.Session, cfg *rest.Config) kubernetes.Interface {
 }
 
 // createNodes creates n nodes of 32 cores and 128 GiB whose usage statistics look like those a
-// node annotator writes (nodestats.UsageStatistics: means and spreads of free cpu and memory,
+// node annotator writes (fixtures.UsageStatistics: means and spreads of free cpu and memory,
 // a fifth of the nodes near the safe agent's thresholds, some of which its filter rejects),
 // with varied congestion.
 func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 	specs := make([]harness.NodeSpec, n)
 	now := time.Now()
 	for i := range specs {
-		annotations := nodestats.UsageStatistics(i, 32000, 128<<30, now)
+		annotations := fixtures.UsageStatistics(i, 32000, 128<<30, now)
 		annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
 		annotations["template.extender/score"] = strconv.Itoa(i % 11)
 		specs[i] = harness.NodeSpec{

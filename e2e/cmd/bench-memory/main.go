@@ -33,7 +33,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
-	"github.com/kube-safe-scheduler/extender/e2e/internal/nodestats"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
 // Node shape: what a 32-core, 128 GiB worker reports.
@@ -352,11 +352,11 @@ func namespace(i int) string { return fmt.Sprintf("team-%d", i%namespaces) }
 
 // node is node number i as a kubelet registers it and a node annotator annotates it: labels of a
 // cloud node, status with conditions, addresses, system info and images, the usage statistics
-// (see nodestats.UsageStatistics) and the requested/free annotations of the pods on it.
+// (see fixtures.UsageStatistics) and the requested/free annotations of the pods on it.
 func node(i int, now time.Time, cpu, mem, pods int64) *corev1.Node {
 	name := fmt.Sprintf("node-%05d", i)
 	zone := fmt.Sprintf("eu-west-1%c", 'a'+i%3)
-	annotations := nodestats.UsageStatistics(i, nodeCPUMilli, nodeMemory, now)
+	annotations := fixtures.UsageStatistics(i, nodeCPUMilli, nodeMemory, now)
 	for k, v := range map[string]int64{
 		"requested-cpu": cpu, "requested-memory": mem, "requested-pods": pods,
 		"free-cpu": nodeCPUMilli - cpu, "free-memory": nodeMemory - mem, "free-pods": nodePods - pods,

@@ -1,0 +1,181 @@
+package safe
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The load placed on a node since its statistics: the usage estimated for the pods placed
+// after the statistics were computed, which the statistics cannot hold yet (PlacedShare of
+// their estimates, estimate.go; or of the growth of the node's requests). measure.go adds it to
+// the node's measured usage as it adds the pod's estimate.
+
+// load is the usage estimated for the pods placed on one node since its statistics.
+type load struct {
+	cpu, memory float64
+	pods        int
+	// grown: the load is the growth of the node's requests since its statistics
+	// (statistics-requested-*), not a sum over the pods placed since.
+	grown bool
+}
+
+// placed returns the load placed on n since its statistics (in: n's inputs) for call c: with
+// PlacedGrowth, when the annotator wrote the node's requests with its statistics
+// (statistics-requested-*), the growth of its requests since (pods placed, less pods gone: the
+// usage of pods that left is still in the statistics, so their requests are counted off);
+// else the arrivals since the statistics-timestamp (placedLoad). The growth counts requests,
+// not estimates: the annotator writes requests.
+func (a *Agent) placed(n *corev1.Node, in *nodeInputs, c *call) load {
+	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+		alloc := a.cluster.Allocated(n.Name)
+		return load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
+			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
+	}
+	return a.placedLoad(n, in, c)
+}
+
+// placeSince fills c.placed: for every node of nodes with statistics and a readable
+// statistics-timestamp, the pods on it (bound, or assumed in plugin mode) placed after that
+// timestamp, and PlacedShare of their estimates (their requests by default). A pod's placement
+// time is its PodScheduled condition's lastTransitionTime (set by the API server when it binds
+// the pod); a pod without one (assumed, or just bound) counts as placed now. The statistics cannot hold the usage of
+// such pods: between two refreshes the node would look as idle as before, however many pods
+// it received (the hot spot of every load-aware scheduler).
+//
+// With NodePods (the extender's cache, plugin mode) the load is looked up per node as the call
+// judges it (placedOn), so a call costs per node asked about, not per pod of the cluster;
+// without, this walks every pod once per call.
+func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
+	if a.cluster == nil || a.share <= 0 {
+		return
+	}
+	if a.pods != nil {
+		c.indexed = true
+		return
+	}
+	stamps := make(map[string]time.Time, len(nodes))
+	for _, n := range nodes {
+		in := &a.entry(n).in
+		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !(in.stampRequestedKnown && a.growth) {
+			stamps[n.Name] = in.stamp.at
+		}
+	}
+	if len(stamps) == 0 {
+		return
+	}
+	sums := map[string]*placedSum{}
+	for _, p := range a.cluster.Pods() {
+		at, ok := stamps[p.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		sum := sums[p.Spec.NodeName]
+		if sum == nil {
+			sum = &placedSum{}
+			sums[p.Spec.NodeName] = sum
+		}
+		sum.add(a.estimator, p, at)
+	}
+	c.placed = make(map[string]load, len(sums))
+	for node, sum := range sums {
+		c.placed[node] = sum.load(a.share)
+	}
+}
+
+// placedSum sums the estimates of the pods placed on one node after its statistics, each
+// rounded to a millicore and a byte, in integers (so that the sum does not depend on the pods'
+// order). The request estimator's estimates are integers already.
+type placedSum struct {
+	cpu, memory int64
+	pods        int
+}
+
+// add counts p, at est's estimate, if it is placed after at (see placeSince) and not
+// terminated.
+func (s *placedSum) add(est Estimator, p *corev1.Pod, at time.Time) {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	if t, known := placedAt(p); known && !t.After(at) {
+		return
+	}
+	e := est.Estimate(p)
+	s.cpu += int64(math.Round(e.CPU))
+	s.memory += int64(math.Round(e.Memory))
+	s.pods++
+}
+
+// load is share of the sum.
+func (s *placedSum) load(share float64) load {
+	if s.pods == 0 {
+		return load{}
+	}
+	return load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods}
+}
+
+// placedLoad returns the load placed on n since its statistics (in: n's inputs) for call c.
+func (a *Agent) placedLoad(n *corev1.Node, in *nodeInputs, c *call) load {
+	if !c.indexed {
+		return c.placed[n.Name]
+	}
+	if !(in.cpu.measured || in.memory.measured) || !in.stamp.readable {
+		return load{}
+	}
+	return a.placedOn(n.Name, in.stamp.at)
+}
+
+// placedMemo remembers, per node, the load placed since its statistics-timestamp at one
+// generation of its pods: the statistics change every few minutes and the node's pods with
+// each placement, while the scheduler asks about the node for every pod.
+type placedMemo struct {
+	m      sync.Map // node name -> *placedEntry
+	stores atomic.Int64
+}
+
+type placedEntry struct {
+	generation int64
+	at         time.Time
+	l          load
+}
+
+// maxPlacedNodes bounds placedMemo; past it, the memo starts over.
+const maxPlacedNodes = 1 << 17
+
+// placedOn returns the load placed on node after at, from the memo while neither the node's
+// pods nor at has changed.
+func (a *Agent) placedOn(node string, at time.Time) load {
+	generation := a.pods.PodsGeneration(node)
+	if e, ok := a.placedMemo.m.Load(node); ok {
+		if e := e.(*placedEntry); e.generation == generation && e.at.Equal(at) {
+			return e.l
+		}
+	}
+	pods, generation := a.pods.PodsOn(node)
+	var sum placedSum
+	for _, p := range pods {
+		sum.add(a.estimator, p, at)
+	}
+	e := &placedEntry{generation: generation, at: at, l: sum.load(a.share)}
+	if a.placedMemo.stores.Add(1) > maxPlacedNodes {
+		a.placedMemo.m.Clear()
+		a.placedMemo.stores.Store(0)
+	}
+	a.placedMemo.m.Store(node, e)
+	return e.l
+}
+
+// placedAt returns when pod was bound to its node: its PodScheduled condition's
+// lastTransitionTime; known is false without one.
+func placedAt(pod *corev1.Pod) (at time.Time, known bool) {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}

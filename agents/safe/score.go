@@ -1,0 +1,100 @@
+package safe
+
+import (
+	"context"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+)
+
+// Prioritizers implements framework.Agent.
+func (a *Agent) Prioritizers() []framework.Prioritizer {
+	return []framework.Prioritizer{
+		{Name: PriorityOverload, Func: a.scoreOverload},
+		{Name: PriorityBalance, Func: a.scoreBalance},
+	}
+}
+
+// scorer scores one measured resource.
+type scorer func(a *Agent, m measure) int64
+
+func overloadScorer(a *Agent, m measure) int64 { return OverloadScore(a.risk(&m), a.e) }
+
+func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigma) }
+
+// fineBalanceScorer is 1 - obj in millionths: the order of the objectives, for BalanceRelative.
+func fineBalanceScorer(_ *Agent, m measure) int64 { return fineBalance(m.mu, m.sigma) }
+
+// scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
+func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+	return a.score(PriorityOverload, overloadSlot, pod, nodes, overloadScorer, nil), nil
+}
+
+// scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
+func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+	if a.cfg.BalanceScale != BalanceRelative {
+		return a.score(PriorityBalance, balanceSlot, pod, nodes, balanceScorer, nil), nil
+	}
+	has := make([]bool, len(nodes))
+	return RelativeScores(a.score(PriorityBalance, fineBalanceSlot, pod, nodes, fineBalanceScorer, has), has), nil
+}
+
+// score scores every node with the per-resource score of: a resource without statistics does
+// not count, one without allocatable scores 0. Stale statistics count as none, whatever the
+// Stale policy: a node with stale statistics scores 0. has, when not nil, is set for the nodes
+// with some resource judged or unjudgeable (those NodeScore does not give 0 for want of any).
+// slot is the scorer's place in nodeEntry.scores.
+func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
+	c := a.newCall(pod)
+	defer a.done("priorities/"+name, c)
+	a.placeSince(nodes, c)
+	tbl := a.newTable(name, pod, c.d)
+	out := make([]int64, len(nodes))
+	scoreRange := func(lo, hi int) {
+		var batch [entryBatch]*nodeEntry
+		for i, n := range nodes[lo:hi] {
+			if i%entryBatch == 0 {
+				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+			}
+			e := batch[i%entryBatch]
+			key, keep := a.answerKey(n, e, c, tbl == nil)
+			if keep {
+				if m := e.scores[slot].Load(); m != nil && m.key == key {
+					out[lo+i] = m.s
+					if has != nil {
+						has[lo+i] = m.has
+					}
+					continue
+				}
+			}
+			cpu, memory, _ := a.measure(n, &e.in, c)
+			var cs, ms int64
+			if cpu.state.judged() {
+				cs = of(a, cpu)
+			}
+			if memory.state.judged() {
+				ms = of(a, memory)
+			}
+			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)
+			hasStats := cpu.state != noStats || memory.state != noStats
+			if has != nil {
+				has[lo+i] = hasStats
+			}
+			if keep {
+				e.scores[slot].Store(&scoreMemo{key: key, s: out[lo+i], has: hasStats})
+			}
+			if tbl != nil {
+				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))
+			}
+		}
+	}
+	if tbl != nil {
+		scoreRange(0, len(nodes))
+		tbl.flush()
+	} else {
+		forChunks(len(nodes), scoreRange)
+	}
+	return out
+}
