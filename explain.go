@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/tlsreload"
 )
 
@@ -24,21 +26,10 @@ import (
 // within its httpTimeout (5 s by default).
 const cycleWindow = 10 * time.Second
 
-// explainDecision is one decision of GET /debug/decisions (server/decisions.go).
+// explainDecision is one decision of GET /debug/decisions or /configz (package
+// framework/decisions), and the URL it was read from.
 type explainDecision struct {
-	Time     time.Time `json:"time"`
-	Pod      string    `json:"pod"`
-	Agent    string    `json:"agent"`
-	Function string    `json:"function"`
-	Verb     string    `json:"verb"`
-	Error    string    `json:"error"`
-	Nodes    []struct {
-		Node    string         `json:"node"`
-		Verdict string         `json:"verdict"`
-		Reason  string         `json:"reason"`
-		Score   *int64         `json:"score"`
-		Inputs  map[string]any `json:"inputs"`
-	} `json:"nodes"`
+	framework.DecisionJSON
 	url string
 }
 
@@ -228,10 +219,6 @@ func fetchDecisions(ctx context.Context, client *http.Client, base, pod string) 
 	return out.Decisions, nil
 }
 
-// schedulerDecisionsKey is the key under which kube-safe-scheduler publishes its decisions in
-// /configz (scheduler/main.go).
-const schedulerDecisionsKey = "kube-safe-scheduler-decisions"
-
 // fetchSchedulerDecisions reads the decisions a kube-safe-scheduler at base keeps about pod from
 // its /configz (the same JSON as an extender's /debug/decisions).
 func fetchSchedulerDecisions(ctx context.Context, client *http.Client, base, pod, token string) ([]explainDecision, error) {
@@ -255,7 +242,7 @@ func fetchSchedulerDecisions(ctx context.Context, client *http.Client, base, pod
 	if err := json.Unmarshal(body, &configs); err != nil {
 		return nil, fmt.Errorf("%s/configz: %w", base, err)
 	}
-	raw, ok := configs[schedulerDecisionsKey]
+	raw, ok := configs[decisions.ConfigzKey]
 	if !ok {
 		return nil, fmt.Errorf("%s keeps no decisions: it is not kube-safe-scheduler, or it runs without DECISIONS_KEPT (set it > 0)", base)
 	}
@@ -263,7 +250,7 @@ func fetchSchedulerDecisions(ctx context.Context, client *http.Client, base, pod
 		Decisions []explainDecision `json:"decisions"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("%s/configz %s: %w", base, schedulerDecisionsKey, err)
+		return nil, fmt.Errorf("%s/configz %s: %w", base, decisions.ConfigzKey, err)
 	}
 	var mine []explainDecision
 	for _, d := range out.Decisions {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/logging"
 	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
@@ -70,12 +71,6 @@ const buildHint = "this extender was built without any agent; build it with one 
 	"for example: go build -tags safe . (each agent's tag is its name, as in its file safe.go, pigeon.go, ...; " +
 	"-tags all builds every agent)"
 
-// fileConfig is a configuration that also reads a file of its own (pigeon's pigeon.cfg), filling
-// what no flag or variable set; main applies it after parsing the settings.
-type fileConfig interface {
-	ApplyFile(explicit func(env string) bool) error
-}
-
 // config is the server's own configuration.
 type config struct {
 	listen       string
@@ -83,7 +78,9 @@ type config struct {
 	combined     string
 	log          logging.Config
 	maxBodyBytes int64
-	decisions    int
+	// decisions is DECISIONS_KEPT, bound by decisionsBound, as kube-safe-scheduler reads it too.
+	decisions      decisions.Config
+	decisionsBound settings.Bound
 }
 
 func (c *config) declare(s *settings.Set, compiled []string) {
@@ -97,8 +94,13 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
-	s.Int(&c.decisions, "DECISIONS_KEPT", "decisions-kept", server.DefaultDecisionsKept, 0, 100000,
-		"how many of the last filter and prioritize decisions GET /debug/decisions shows (loopback or verified client certificates only); 0 turns it off")
+	c.decisions = decisions.Config{Kept: decisions.DefaultKept}
+	c.decisionsBound = s.Bind(&c.decisions)
+}
+
+// validate checks the server's own settings that their declaration does not range-check.
+func (c *config) validate() error {
+	return c.decisionsBound.Describe(c.decisions.Validate())
 }
 
 // run is the extender: it reads its configuration, then starts, in order, TLS, cluster access,
@@ -148,7 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	handler, err := server.New(agents, server.Options{
 		Version:       version,
 		MaxBodyBytes:  st.cfg.maxBodyBytes,
-		DecisionsKept: st.cfg.decisions,
+		DecisionsKept: st.cfg.decisions.Kept,
 		Lookup:        lookup,
 		Ready:         ready,
 		Log:           log,
@@ -214,7 +216,12 @@ func parseSettings(registrations []framework.Registration, args []string, getenv
 		c := r.NewConfig()
 		st.agents[r.Name] = agentSettings{cfg: c, bound: st.set.Bind(c)}
 	}
-	if err := st.set.Parse(args); err != nil {
+	err := st.set.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, err
+	}
+	// Every bad setting at once: those that do not parse, and the values out of range.
+	if err = errors.Join(err, st.cfg.validate()); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -254,7 +261,7 @@ func (st *startup) buildAgents(log logrus.FieldLogger, state *cluster.Cache, reg
 			continue
 		}
 		ac := st.agents[r.Name]
-		if fc, ok := ac.cfg.(fileConfig); ok {
+		if fc, ok := ac.cfg.(framework.FileConfig); ok {
 			if err := fc.ApplyFile(st.set.Explicit); err != nil {
 				return nil, fmt.Errorf("agent %s: %w", r.Name, err)
 			}

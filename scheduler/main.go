@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +28,7 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 	"github.com/kube-safe-scheduler/extender/scheduler/gangplugin"
@@ -70,27 +70,19 @@ func main() {
 	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
 }
 
-// decisionsKey is the decisions' key in /configz.
-const decisionsKey = "kube-safe-scheduler-decisions"
-
-// keepDecisions keeps the plugins' last DECISIONS_KEPT decisions (default 0: none; at most
-// 100000) and publishes them under /configz, which kube-scheduler serves on its secure port
-// behind its own authentication and authorization (`extender explain --scheduler`).
+// keepDecisions keeps the plugins' last DECISIONS_KEPT decisions, read as the extender reads it
+// (package framework/decisions: range 0..100000; default 0 here, none kept, since keeping them
+// adds the agents' explanations to every cycle), and publishes them under /configz, which
+// kube-scheduler serves on its secure port behind its own authentication and authorization
+// (`extender explain --scheduler`). kube-scheduler owns the flags: only the variable is read.
 func keepDecisions(plugins *adapter.Adapter) error {
-	v, ok := os.LookupEnv("DECISIONS_KEPT")
-	if !ok || v == "" {
-		return nil
+	cfg, err := decisions.FromEnv(os.LookupEnv, decisions.Config{Kept: 0})
+	if err != nil || cfg.Kept == 0 {
+		return err
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n > 100000 {
-		return fmt.Errorf("invalid DECISIONS_KEPT %q: want a whole number of decisions from 0 (none kept) to 100000", v)
-	}
-	if n == 0 {
-		return nil
-	}
-	cz, err := configz.New(decisionsKey)
+	cz, err := configz.New(decisions.ConfigzKey)
 	if err != nil {
 		return err
 	}
-	return cz.Set(plugins.KeepDecisions(n))
+	return cz.Set(plugins.KeepDecisions(cfg.Kept))
 }

@@ -15,6 +15,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkDecisions(b *testing.B) {
 	named, _ := json.Marshal(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	for _, kept := range []int{0, DefaultDecisionsKept} {
+	for _, kept := range []int{0, decisions.DefaultKept} {
 		h, err := New([]framework.Agent{testAgent{}}, Options{Lookup: nodesLookup(nodes), Log: log, Registry: prometheus.NewRegistry(), DecisionsKept: kept})
 		if err != nil {
 			b.Fatal(err)

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,23 +83,5 @@ func TestDecisionInputs(t *testing.T) {
 	off.post("/scheduler/predicates/label", nameArgs("a"))
 	if *calls != 0 {
 		t.Errorf("the agent was asked %d times with decisions off", *calls)
-	}
-}
-
-// The ring keeps the inputs of at most inputsKept nodes: the newest decisions keep theirs.
-func TestInputsBounded(t *testing.T) {
-	l := newDecisionLog(10)
-	in := make([]framework.Inputs, inputsKept/4)
-	for i := range 6 {
-		l.add(decision{pod: fmt.Sprint(i), inputs: in})
-	}
-	kept := l.last("", 10)
-	for i, d := range kept { // newest first
-		if has := d.inputs != nil; has != (i < 4) {
-			t.Errorf("decision %s (%d newest): inputs kept %v", d.pod, i+1, has)
-		}
-	}
-	if l.inputNodes != 4*len(in) {
-		t.Errorf("inputNodes %d, want %d", l.inputNodes, 4*len(in))
 	}
 }

@@ -11,10 +11,11 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // reasonUnknownNode is the filter reason of a node name the lookup does not know.
-const reasonUnknownNode = "unknown to the extender's cache"
+const reasonUnknownNode = decisions.ReasonUnknownNode
 
 // errNoClusterAccess answers nodeCacheCapable requests when the extender has no node lookup.
 const errNoClusterAccess = "the extender runs without cluster access and cannot resolve NodeNames: " +
@@ -89,7 +90,7 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, buf *bytes.Buf
 	default:
 		c.names = args.names
 		if s.opts.Lookup == nil {
-			note(w, podKey(args.pod), len(c.names))
+			note(w, decisions.PodKey(args.pod), len(c.names))
 			noAccess(errNoClusterAccess)
 			return nil, nil, false
 		}
@@ -100,11 +101,11 @@ func (s *srv) parseArgs(w http.ResponseWriter, req *http.Request, buf *bytes.Buf
 			}
 		}
 	}
-	note(w, podKey(args.pod), len(c.names))
+	note(w, decisions.PodKey(args.pod), len(c.names))
 	return args.pod, c, true
 }
 
-func (s *srv) filter(fn framework.FilterFunc, ex explainFunc) http.Handler {
+func (s *srv) filter(fn framework.FilterFunc, ex decisions.Explain) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body := getBuffer()
 		defer putBuffer(body)
@@ -122,7 +123,7 @@ func (s *srv) filter(fn framework.FilterFunc, ex explainFunc) http.Handler {
 			// the pod's cycle, or skips this extender when it is ignorable.
 			msg := "filter failed: " + err.Error()
 			noteResultError(w, msg)
-			s.keepDecision(w, decision{err: msg})
+			s.keepDecision(w, decisions.Decision{Err: msg})
 			writeJSON(w, &extenderv1.ExtenderFilterResult{Error: msg})
 			return
 		}
@@ -135,7 +136,7 @@ func (s *srv) filter(fn framework.FilterFunc, ex explainFunc) http.Handler {
 		if r, ok := w.(*recorder); ok {
 			r.verdicts = verdictCounts{passed: len(pass), failed: len(res.FailedNodes), unresolvable: len(res.FailedAndUnresolvableNodes)}
 		}
-		s.keepDecision(w, decision{names: c.names, index: index, verdicts: verdicts, inputs: s.explain(ex, req.Context(), pod, nodes)})
+		s.keepDecision(w, decisions.Decision{Names: c.names, Index: index, Verdicts: verdicts, Inputs: s.explain(ex, req.Context(), pod, nodes)})
 		var kept []jsoniter.RawMessage
 		if c.raw != nil {
 			kept = make([]jsoniter.RawMessage, 0, len(pass))
@@ -188,7 +189,7 @@ func filterResult(c *candidates, verdicts []framework.Verdict, index []int) (*ex
 	return res, pass
 }
 
-func (s *srv) prioritize(fn framework.PrioritizeFunc, ex explainFunc) http.Handler {
+func (s *srv) prioritize(fn framework.PrioritizeFunc, ex decisions.Explain) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body := getBuffer()
 		defer putBuffer(body)
@@ -203,7 +204,7 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc, ex explainFunc) http.Handl
 		scores, err := fn(req.Context(), pod, nodes)
 		if err != nil {
 			// A HostPriorityList has no error field: the error must be a status.
-			s.keepDecision(w, decision{err: "prioritizer failed: " + err.Error()})
+			s.keepDecision(w, decisions.Decision{Err: "prioritizer failed: " + err.Error()})
 			writeError(w, http.StatusInternalServerError, "prioritizer failed: "+err.Error())
 			return
 		}
@@ -218,24 +219,12 @@ func (s *srv) prioritize(fn framework.PrioritizeFunc, ex explainFunc) http.Handl
 			list[i].Host = name
 		}
 		for k, score := range scores {
-			list[position(index, k)].Score = clampScore(score)
+			list[position(index, k)].Score = decisions.ClampScore(score)
 		}
-		s.keepDecision(w, decision{names: c.names, index: index, scores: scores, inputs: s.explain(ex, req.Context(), pod, nodes)})
+		s.keepDecision(w, decisions.Decision{Names: c.names, Index: index, Scores: scores, Inputs: s.explain(ex, req.Context(), pod, nodes)})
 		writeAnswer(w, func(buf *bytes.Buffer) error { appendPriorities(buf, list); return nil })
 	})
 }
-
-func clampScore(s int64) int64 {
-	switch {
-	case s < 0:
-		return 0
-	case s > framework.MaxScore:
-		return framework.MaxScore
-	}
-	return s
-}
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // noteResultError records, for metrics and logs, an error carried inside a 200 answer.
 func noteResultError(w http.ResponseWriter, msg string) {

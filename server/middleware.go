@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // verb wraps the handler of one extender verb. Order, outermost first:
@@ -34,7 +36,7 @@ type recorder struct {
 	// verdicts of a filter answer, for the metrics.
 	verdicts verdictCounts
 	// decision is what the handler decided, when decisions are kept.
-	decision *decision
+	decision *decisions.Decision
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -72,8 +74,8 @@ func (s *srv) instrument(agent, function, verb string, next http.Handler) http.H
 		obs.observe(rec.status, rec.err != "", rec.nodes, elapsed)
 		obs.verdicts(rec.verdicts)
 		if d := rec.decision; d != nil {
-			d.time, d.pod, d.agent, d.function, d.verb = start, rec.pod, agent, function, verb
-			s.decisions.add(*d)
+			d.Time, d.Pod, d.Agent, d.Function, d.Verb = start, rec.pod, agent, function, verb
+			s.decisions.Add(*d)
 		}
 
 		switch {

@@ -29,6 +29,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // DefaultMaxBodyBytes bounds a request body: enough for 5000 full Node objects of ~12 KiB.
@@ -73,7 +74,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 	}
 	s := &srv{opts: opts, metrics: m}
 	if opts.DecisionsKept > 0 {
-		s.decisions = newDecisionLog(opts.DecisionsKept)
+		s.decisions = decisions.NewLog(opts.DecisionsKept)
 	}
 
 	r := mux.NewRouter()
@@ -97,7 +98,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 			if err := claim(filters, "filter", a.Name(), f.Name, f.Func == nil); err != nil {
 				return nil, err
 			}
-			h := s.verb(a.Name(), f.Name, "filter", s.filter(f.Func, explainerOf(a, f.Name, "filter")))
+			h := s.verb(a.Name(), f.Name, "filter", s.filter(f.Func, decisions.ExplainerOf(a, f.Name, "filter")))
 			for _, verb := range append([]string{"predicates/" + f.Name}, f.Aliases...) {
 				if verb != "predicates/"+f.Name {
 					if err := claimAlias(aliases, a.Name(), "filter", f.Name, verb); err != nil {
@@ -112,7 +113,7 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 			if err := claim(priorities, "prioritizer", a.Name(), p.Name, p.Func == nil); err != nil {
 				return nil, err
 			}
-			h := s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func, explainerOf(a, p.Name, "prioritize")))
+			h := s.verb(a.Name(), p.Name, "prioritize", s.prioritize(p.Func, decisions.ExplainerOf(a, p.Name, "prioritize")))
 			for _, verb := range append([]string{"priorities/" + p.Name}, p.Aliases...) {
 				if verb != "priorities/"+p.Name {
 					if err := claimAlias(aliases, a.Name(), "prioritizer", p.Name, verb); err != nil {
@@ -189,7 +190,7 @@ type srv struct {
 	opts    Options
 	metrics *metrics
 	// decisions keeps the last decisions; nil when Options.DecisionsKept is zero.
-	decisions *decisionLog
+	decisions *decisions.Log
 	// preempters are the agents that judge preemption candidates, in the agents' order.
 	preempters []namedPreempter
 }

@@ -7,6 +7,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // namedBinder is the agent that binds pods, if any (b nil: none does).
@@ -120,7 +121,7 @@ func (s *srv) preempt(w http.ResponseWriter, req *http.Request) {
 			victims[node] = meta
 		}
 	}
-	note(w, podKey(args.Pod), len(victims))
+	note(w, decisions.PodKey(args.Pod), len(victims))
 	for _, np := range s.preempters {
 		if len(victims) == 0 {
 			break

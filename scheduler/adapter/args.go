@@ -18,12 +18,6 @@ import (
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 
-// fileConfig is a configuration that also reads a file of its own (pigeon's configFile),
-// filling the fields that explicit reports as not set; the extender's main calls it the same way.
-type fileConfig interface {
-	ApplyFile(explicit func(env string) bool) error
-}
-
 // decodeArgs returns the agent's configuration from a plugin's pluginConfig args: the agent's
 // defaults (reg.NewConfig), overwritten by the fields args gives, then the agent's own file when
 // it has one. given is false when there are no args (nil, or no raw bytes): the defaults are
@@ -64,7 +58,7 @@ func decodeArgs(reg framework.Registration, args runtime.Object) (cfg framework.
 		slices.Sort(msgs)
 		return nil, false, fmt.Errorf("%s (the agent's fields are %s)", strings.Join(msgs, "; "), strings.Join(jsonFields(cfg), ", "))
 	}
-	if fc, ok := cfg.(fileConfig); ok {
+	if fc, ok := cfg.(framework.FileConfig); ok {
 		var present map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &present); err != nil {
 			return nil, false, err

@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // judgeChunk is how many consecutive nodes of the snapshot's list one call of a filter function
@@ -34,17 +35,18 @@ type verdicts struct {
 	filter framework.FilterFunc
 	size   int // nodes per chunk, >= 1
 	chunks []chunk
-	// explain, when the adapter keeps decisions, asks the agent what it saw of each chunk's nodes.
-	explain explainFunc
+	// explain, when the adapter keeps decisions, asks the agent what it saw of each chunk's
+	// nodes, kept in the cycle's decision, entry.
+	explain decisions.Explain
+	entry   *decisions.Entry
 }
 
 type chunk struct {
 	once sync.Once
 	out  []framework.Verdict
 	err  error
-	// inputs are what the agent saw of the chunk's nodes (decisions kept only); judged is set
-	// once out, err and inputs are written, for the decisions' readers.
-	inputs []framework.Inputs
+	// judged is set once out and err are written (and what the agent saw of the chunk's nodes
+	// is in the decision, when decisions are kept), for the decisions' readers.
 	judged atomic.Bool
 }
 
@@ -64,7 +66,7 @@ func (v *verdicts) verdict(ctx context.Context, pod *corev1.Pod, i int) (framewo
 			c.err = fmt.Errorf("returned %d verdicts for %d nodes", len(c.out), len(nodes))
 		}
 		if c.err == nil && v.explain != nil {
-			c.inputs = v.explain(ctx, pod, nodes)
+			v.entry.Explained(lo, v.explain.Inputs(ctx, pod, nodes))
 		}
 		c.judged.Store(true)
 	})

@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // scoreScale turns an agent's score (0..framework.MaxScore) into the framework's (0..MaxNodeScore).
@@ -110,8 +111,8 @@ func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	}
 	vs := newVerdicts(list, size, filter)
 	if d := p.adapter.decisions; d != nil {
-		vs.explain = p.fns.explain(p.name, "filter")
-		d.add(decision{time: time.Now(), pod: podKey(pod), agent: p.fns.agent, function: p.name, verb: "filter", verdicts: vs})
+		vs.explain = decisions.ExplainerOf(p.fns.explainer, p.name, "filter")
+		vs.entry = d.log.Add(decisions.Decision{Time: time.Now(), Pod: decisions.PodKey(pod), Agent: p.fns.agent, Function: p.name, Verb: "filter", Judged: vs})
 	}
 	state.Write(p.key, vs)
 	return nil, nil
@@ -190,18 +191,16 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 	return nil
 }
 
-// keepScores keeps a decision of the prioritizer: the agent's scores (0..10) of views, and
-// what it saw of each.
+// keepScores keeps a decision of the prioritizer: the agent's scores of views (shown clamped to
+// 0..10), and what it saw of each.
 func (p *scorePlugin) keepScores(ctx context.Context, d *Decisions, pod *corev1.Pod, views []*corev1.Node, list []int64) {
-	x := decision{time: time.Now(), pod: podKey(pod), agent: p.fns.agent, function: p.name, verb: "prioritize",
-		names: make([]string, len(views)), scores: make([]int64, len(views))}
+	x := decisions.Decision{Time: time.Now(), Pod: decisions.PodKey(pod), Agent: p.fns.agent, Function: p.name, Verb: "prioritize",
+		Names: make([]string, len(views)), Scores: list}
 	for i, n := range views {
-		x.names[i], x.scores[i] = n.Name, min(max(list[i], 0), framework.MaxScore)
+		x.Names[i] = n.Name
 	}
-	if ex := p.fns.explain(p.name, "prioritize"); ex != nil {
-		x.inputs = ex(ctx, pod, views)
-	}
-	d.add(x)
+	x.Inputs = decisions.ExplainerOf(p.fns.explainer, p.name, "prioritize").Inputs(ctx, pod, views)
+	d.log.Add(x)
 }
 
 // feasibleKey is the CycleState key of the views of the feasible nodes, which the first of the
