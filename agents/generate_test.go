@@ -252,6 +252,34 @@ func splice(t *testing.T, file string, text []byte, render func(*testing.T, []st
 	return []byte(s[:start] + strings.Join(render(t, old), "\n") + "\n" + s[j:])
 }
 
+// valuesFile is a first charts/yamlfiles/extender.<agent>.values.yaml for r, the values make
+// yamlfiles renders yamlfiles/extender.<agent>.yaml with: the agent alone, its defaults. make
+// generate writes it only when missing: the agent's author may then edit it (its header, the
+// settings the shipped file sets, no cluster access).
+func valuesFile(r framework.Registration, first string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# A second scheduler, my-scheduler, that places pods through the %[1]s agent:
+# - %[1]s: %[2]s.
+#
+# kube-scheduler runs with the KubeSchedulerConfiguration of the ConfigMap below; each agent runs
+# as a sidecar container of the same pod, on its own port, and the scheduler reaches it on
+# localhost. Pods opt in with spec.schedulerName: my-scheduler (see test-pod.yaml).
+#
+#   kubectl apply -f yamlfiles/service-account.yaml
+#   kubectl apply -f yamlfiles/extender.%[1]s.yaml
+#
+# Every extender.*.yaml file defines the same ConfigMap and Deployment (my-scheduler-config,
+# my-scheduler): applying another one switches the agents.
+
+agents:
+`, r.Name, functions(r))
+	if r.Name != first {
+		fmt.Fprintf(&b, "  %s:\n    enabled: false\n", first)
+	}
+	fmt.Fprintf(&b, "  %s:\n    enabled: true\n", r.Name)
+	return []byte(b.String())
+}
+
 func TestGeneratedFromRegistry(t *testing.T) {
 	update := os.Getenv("UPDATE_REGISTRY") != ""
 	want := map[string][]byte{} // path under root -> content
@@ -272,6 +300,22 @@ func TestGeneratedFromRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		want[file] = splice(t, file, text, render)
+	}
+
+	// First values files, for the agents that have none (never rewritten).
+	for _, r := range agents.All {
+		rel := "charts/yamlfiles/extender." + r.Name + ".values.yaml"
+		if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+			continue
+		}
+		if !update {
+			t.Errorf("%s is missing: run make generate (it writes a first one, yours to edit)", rel)
+			continue
+		}
+		// The chart enables the first agent by default: every other file turns it off.
+		if err := os.WriteFile(filepath.Join(root, rel), valuesFile(r, agents.All[0].Name), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Files generated before for agents that are gone.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kube-safe-scheduler/extender/agents"
-	"github.com/kube-safe-scheduler/extender/agents/safe"
 	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
 )
 
@@ -247,8 +246,8 @@ func marshal(t *testing.T, v any) []byte {
 	return b.Bytes()
 }
 
-// defaultAgent is the agent the chart enables by default.
-const defaultAgent = safe.Name
+// defaultAgent is the agent the chart enables by default: the first of agents.All (safe).
+var defaultAgent = agents.All[0].Name
 
 // Markers around the generated agents entries of values.yaml.
 const (
