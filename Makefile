@@ -2,13 +2,14 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
-# The agents are the top-level files that compile in with their own tag (//go:build <name> || all).
+# The agents are the top-level files that compile in with their own tag (//go:build <name> || all),
+# generated from agents.All by make generate.
 AGENTS    := $(patsubst %.go,%,$(shell grep -l '^//go:build [a-z]* || all$$' *.go))
 BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-memory bench-perf eval clean
+.PHONY: generate chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-memory bench-perf eval clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -70,7 +71,15 @@ images:
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) -t kube-node-annotator:latest .
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.scheduler -t kube-safe-scheduler:$(VERSION) -t kube-safe-scheduler:latest .
 
-## chart: regenerates the chart's agent table and values schema from the agents' code
+## generate: rewrites every file that names the agents from agents.All (agents/agents.go): the
+## extender's build-tagged files (<agent>.go), dockerfiles/Dockerfile.<agent> and .all, the tables
+## of README.md and docs/plugin-mode.md, and the chart's agent table, call order, values entries,
+## values schema and alert; then yamlfiles/ from the chart (make yamlfiles, needs Helm: built once)
+generate: chart
+	UPDATE_REGISTRY=1 $(GO) test -count=1 -run '^TestGeneratedFromRegistry$$' ./agents
+	$(MAKE) yamlfiles
+
+## chart: regenerates the chart's agent table, values entries and schema from the agents' code
 chart:
 	UPDATE_CHART=1 $(GO) test -count=1 -run '^TestChartMatchesCode$$' ./charts
 

@@ -1,7 +1,10 @@
-// Package agents lists every agent, for the programs and tests that run them all: the plugin
-// scheduler, the benchmarks. The extender itself compiles in only the agents its build tags
-// name, each added by its own top-level file (safe.go, ...); TestEveryAgentIsListed, built with
-// -tags all, holds that list and All equal.
+// Package agents is the registry: All is the one list of the agents. The programs and tests that
+// run them all (the plugin scheduler, the benchmarks) read it, and everything else that names
+// the agents is generated from it by `make generate` or derived from it at test time: the
+// extender's build-tagged files (safe.go, ...: it compiles in only the agents its tags name),
+// dockerfiles/Dockerfile.<agent>, the chart's agent table, call order and values, the tables of
+// README.md and docs/plugin-mode.md. TestGeneratedFromRegistry fails when a generated file is
+// stale, TestNoHandListOfAgents when a file lists the agents by hand (docs/adding-an-agent.md).
 package agents
 
 import (
@@ -15,13 +18,14 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
-// All is every agent, sorted by name.
+// All is every agent, in the order the shipped deployments' scheduler calls them (the order of
+// the extenders list the chart renders). A new agent goes at the end.
 var All = []framework.Registration{
-	congestion.Registration,
-	gang.Registration,
-	pigeon.Registration,
-	reward.Registration,
 	safe.Registration,
-	telemetry.Registration,
+	congestion.Registration,
+	pigeon.Registration,
 	template.Registration,
+	telemetry.Registration,
+	reward.Registration,
+	gang.Registration,
 }

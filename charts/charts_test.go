@@ -15,13 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-safe-scheduler/extender/agents/congestion"
-	"github.com/kube-safe-scheduler/extender/agents/gang"
-	"github.com/kube-safe-scheduler/extender/agents/pigeon"
-	"github.com/kube-safe-scheduler/extender/agents/reward"
-	"github.com/kube-safe-scheduler/extender/agents/safe"
-	"github.com/kube-safe-scheduler/extender/agents/telemetry"
-	"github.com/kube-safe-scheduler/extender/agents/template"
+	"github.com/kube-safe-scheduler/extender/agents"
 )
 
 const files = "kube-safe-scheduler/files"
@@ -164,9 +158,13 @@ func TestSeriesExist(t *testing.T) {
 // The plugin-mode alert names exactly the plugins of this project: every agent function
 // (plugin mode names a plugin after its function) and the gang plugins.
 func TestPluginAlertNamesEveryPlugin(t *testing.T) {
-	want := []string{congestion.PriorityCongestion, gang.FilterGang, pigeon.PriorityPigeonHoling, reward.PriorityReward,
-		safe.FilterOverload, safe.PriorityBalance, telemetry.FilterPolicy, template.FilterLabel, template.PriorityScore,
-		"pod-group", "group-priority"}
+	want := []string{"pod-group", "group-priority"}
+	for _, r := range agents.All {
+		want = append(want, r.Filters...)
+		for _, p := range r.Prioritizers {
+			want = append(want, p.Name)
+		}
+	}
 	sort.Strings(want)
 	want = slices.Compact(want)
 	res := matches(`plugin=~"([^"]+)"`, read(t, "alerts.rules.yaml"))

@@ -26,13 +26,19 @@ const dockerVersion = "v0.0.0-dockerfile-check"
 // argument). For an extender image (Dockerfile.<agent>, Dockerfile.all) it then starts the binary
 // and checks /version reports that version and those agents, and that the binary serves exactly
 // the routes of those agents. There is no Docker engine here: the rest of each file (base images,
-// user, entrypoint) is checked as text.
+// user, entrypoint) is checked as text. Dockerfile.<agent> and Dockerfile.all are generated from
+// the parameterised dockerfiles/Dockerfile (make generate); each builds what that file builds
+// with --build-arg AGENT=<agent>.
 func TestDockerfiles(t *testing.T) {
 	t.Parallel()
 	root := repoRoot(t)
 	files, _ := filepath.Glob(filepath.Join(root, "dockerfiles", "Dockerfile.*"))
 	if len(files) == 0 {
 		t.Fatal("no dockerfiles/Dockerfile.*")
+	}
+	param, err := harness.ParseDockerfile(filepath.Join(root, "dockerfiles", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	var names []string
 	for _, f := range files {
@@ -54,6 +60,13 @@ func TestDockerfiles(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "binary")
 			env, args := b.Command(map[string]string{"VERSION": dockerVersion}, out)
+			if text, _ := os.ReadFile(f); strings.Contains(string(text), "from dockerfiles/Dockerfile with AGENT="+name+" ") {
+				penv, pargs := param.Command(map[string]string{"VERSION": dockerVersion, "AGENT": name}, out)
+				if !slices.Equal(penv, env) || !slices.Equal(pargs, args) || param.Dir != b.Dir {
+					t.Errorf("builds env %v go %v in %s; dockerfiles/Dockerfile with AGENT=%s builds env %v go %v in %s",
+						env, args, b.Dir, name, penv, pargs, param.Dir)
+				}
+			}
 			cmd := exec.CommandContext(t.Context(), "go", args...)
 			cmd.Dir = filepath.Join(root, b.Dir)
 			cmd.Env = append(os.Environ(), env...)

@@ -137,14 +137,36 @@ func render(t *testing.T, sets ...string) ([]byte, error) {
 	return runHelm(t, args...)
 }
 
-var chartAgents = []string{"safe", "congestion", "pigeon", "template", "telemetry", "reward", "gang"}
+// chartAgents returns the chart's agents in call order, as its files/agents.json (generated from
+// agents.All by make generate) lists them.
+func chartAgents(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir(t), "files", "agents.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table map[string]struct {
+		Order int `json:"order"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatalf("files/agents.json: %v", err)
+	}
+	out := make([]string, len(table))
+	for name, a := range table {
+		if a.Order < 0 || a.Order >= len(out) || out[a.Order] != "" {
+			t.Fatalf("files/agents.json: agent %s has order %d, out of 0..%d or taken", name, a.Order, len(out)-1)
+		}
+		out[a.Order] = name
+	}
+	return out
+}
 
 // helm lint passes for the defaults, for plugin mode with every agent, and for the values of
 // each shipped yamlfile.
 func TestChartLint(t *testing.T) {
 	t.Parallel()
 	every := []string{"--set", "mode=plugin"}
-	for _, a := range chartAgents {
+	for _, a := range chartAgents(t) {
 		every = append(every, "--set", "agents."+a+".enabled=true")
 	}
 	cases := [][]string{nil, every, {"--set", "alerts.enabled=true,dashboard.enabled=true,nodeAnnotator.enabled=true,crds.podGroup=true,crds.tasPolicy=true"}}
@@ -173,12 +195,13 @@ func TestChartTemplateDryRun(t *testing.T) {
 	// validated against its schema too.
 	c.ApplyCRDFile(t, prometheusRuleCRD(t))
 	all := []string{}
-	for _, a := range chartAgents {
+	agents := chartAgents(t)
+	for _, a := range agents {
 		all = append(all, "agents."+a+".enabled=true")
 	}
 	cases := map[string][]string{}
 	for _, mode := range []string{"extender", "plugin"} {
-		for _, a := range chartAgents {
+		for _, a := range agents {
 			sets := []string{"mode=" + mode, "agents." + a + ".enabled=true"}
 			if a != "safe" {
 				sets = append(sets, "agents.safe.enabled=false")

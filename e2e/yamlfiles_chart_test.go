@@ -2,7 +2,7 @@ package e2e
 
 // The shipped yamlfiles/*.yaml are rendered from the chart: one source. Each rendered file has a
 // values file, charts/yamlfiles/<name>.values.yaml, whose leading comment block (up to the first
-// blank line) is the file's header; the table below says which of the chart's templates it
+// blank line) is the file's header; renderedYAMLFiles says which of the chart's templates it
 // keeps (the identity, the scheduler, each agent's roles go to separate files so that
 // `kubectl create -f yamlfiles/service-account.yaml -f yamlfiles/extender.<agent>.yaml` works as
 // before). TestYAMLFilesRenderedFromChart fails, naming the file and the first line that
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,24 +29,38 @@ var (
 	withAgentRoles     = []string{"scheduler-config.yaml", "deployment.yaml", "rbac-agents.yaml"}
 )
 
-// renderedYAMLFiles maps each rendered file of yamlfiles/ to the templates it keeps (nil: all).
-var renderedYAMLFiles = map[string][]string{
-	"service-account.yaml":                   {"rbac.yaml"},
-	"extender.safe.yaml":                     schedulerTemplates,
-	"extender.congestion.yaml":               schedulerTemplates,
-	"extender.pigeon.yaml":                   schedulerTemplates,
-	"extender.template.yaml":                 schedulerTemplates,
-	"extender.safe.congestion.yaml":          schedulerTemplates,
-	"extender.safe.pigeon.yaml":              schedulerTemplates,
-	"extender.safe.mtls.yaml":                schedulerTemplates,
-	"extender.safe.congestion.combined.yaml": schedulerTemplates,
-	"extender.telemetry.yaml":                withAgentRoles,
-	"extender.reward.yaml":                   withAgentRoles,
-	"extender.gang.yaml":                     withAgentRoles,
-	"scheduler.plugins.yaml":                 nil,
-	"node-annotator.yaml":                    {"node-annotator.yaml"},
-	"podgroup-crd.yaml":                      {"crds.yaml"},
-	"telemetry-policy-crd.yaml":              {"crds.yaml"},
+// otherYAMLFiles maps each rendered file of yamlfiles/ that runs no extender to the templates
+// it keeps (nil: all). Every other values file, charts/yamlfiles/extender.<agents>.values.yaml,
+// renders yamlfiles/extender.<agents>.yaml from the scheduler's templates and, when its agents
+// have roles of their own, rbac-agents.yaml: no list of agents to keep.
+var otherYAMLFiles = map[string][]string{
+	"service-account.yaml":      {"rbac.yaml"},
+	"scheduler.plugins.yaml":    nil,
+	"node-annotator.yaml":       {"node-annotator.yaml"},
+	"podgroup-crd.yaml":         {"crds.yaml"},
+	"telemetry-policy-crd.yaml": {"crds.yaml"},
+}
+
+// renderedYAMLFiles returns the files of yamlfiles/ rendered from the chart: one per values file
+// of charts/yamlfiles/, with the templates it keeps.
+func renderedYAMLFiles(t *testing.T) map[string][]string {
+	t.Helper()
+	valueFiles, _ := filepath.Glob(filepath.Join(repoRoot(t), "charts", "yamlfiles", "*.values.yaml"))
+	if len(valueFiles) == 0 {
+		t.Fatal("no charts/yamlfiles/*.values.yaml")
+	}
+	out := map[string][]string{}
+	for _, v := range valueFiles {
+		name := strings.TrimSuffix(filepath.Base(v), ".values.yaml") + ".yaml"
+		if tpls, ok := otherYAMLFiles[name]; ok {
+			out[name] = tpls
+		} else if strings.HasPrefix(name, "extender.") {
+			out[name] = withAgentRoles
+		} else {
+			t.Errorf("charts/yamlfiles/%s: neither extender.<agents>.values.yaml nor in otherYAMLFiles (with the templates its file keeps)", filepath.Base(v))
+		}
+	}
+	return out
 }
 
 // handWrittenYAMLFiles are the files of yamlfiles/ that are not chart output, and why.
@@ -54,7 +69,7 @@ var handWrittenYAMLFiles = map[string]string{
 }
 
 // renderYAMLFile renders yamlfiles/<name> from the chart and its values file.
-func renderYAMLFile(t *testing.T, name string) []byte {
+func renderYAMLFile(t *testing.T, name string, templates []string) []byte {
 	t.Helper()
 	values := filepath.Join(repoRoot(t), "charts", "yamlfiles", strings.TrimSuffix(name, ".yaml")+".values.yaml")
 	data, err := os.ReadFile(values)
@@ -68,11 +83,17 @@ func renderYAMLFile(t *testing.T, name string) []byte {
 		}
 		header = append(header, strings.TrimRight(line, "\n"))
 	}
-	args := []string{"template", yamlfilesRelease, chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1", "-f", values}
-	for _, tpl := range renderedYAMLFiles[name] {
-		args = append(args, "--show-only", "templates/"+tpl)
+	helm := func(templates []string) ([]byte, error) {
+		args := []string{"template", yamlfilesRelease, chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1", "-f", values}
+		for _, tpl := range templates {
+			args = append(args, "--show-only", "templates/"+tpl)
+		}
+		return runHelm(t, args...)
 	}
-	out, err := runHelm(t, args...)
+	out, err := helm(templates)
+	if err != nil && slices.Equal(templates, withAgentRoles) && strings.Contains(err.Error(), "could not find template templates/rbac-agents.yaml") {
+		out, err = helm(schedulerTemplates) // these agents have no roles of their own
+	}
 	if err != nil {
 		t.Fatalf("yamlfiles/%s: %v", name, err)
 	}
@@ -114,26 +135,20 @@ func TestYAMLFilesRenderedFromChart(t *testing.T) {
 	if err != nil || len(shipped) == 0 {
 		t.Fatalf("no yamlfiles/*.yaml: %v", err)
 	}
+	rendered := renderedYAMLFiles(t)
 	for _, f := range shipped {
 		name := filepath.Base(f)
-		_, rendered := renderedYAMLFiles[name]
-		if !rendered && handWrittenYAMLFiles[name] == "" {
-			t.Errorf("yamlfiles/%s is neither rendered from the chart (renderedYAMLFiles, with charts/yamlfiles/%s) nor listed as hand-written",
+		_, isRendered := rendered[name]
+		if !isRendered && handWrittenYAMLFiles[name] == "" {
+			t.Errorf("yamlfiles/%s is neither rendered from the chart (by a values file charts/yamlfiles/%s) nor listed as hand-written",
 				name, strings.TrimSuffix(name, ".yaml")+".values.yaml")
 		}
 	}
-	valueFiles, _ := filepath.Glob(filepath.Join(root, "charts", "yamlfiles", "*.values.yaml"))
-	for _, v := range valueFiles {
-		name := strings.TrimSuffix(filepath.Base(v), ".values.yaml") + ".yaml"
-		if _, ok := renderedYAMLFiles[name]; !ok {
-			t.Errorf("charts/yamlfiles/%s renders no file: add yamlfiles/%s to renderedYAMLFiles", filepath.Base(v), name)
-		}
-	}
 	update := os.Getenv("UPDATE_YAMLFILES") != ""
-	for name := range renderedYAMLFiles {
+	for name, templates := range rendered {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			want := renderYAMLFile(t, name)
+			want := renderYAMLFile(t, name, templates)
 			path := filepath.Join(root, "yamlfiles", name)
 			if update {
 				if err := os.WriteFile(path, want, 0o644); err != nil {

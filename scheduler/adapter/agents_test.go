@@ -122,10 +122,21 @@ func TestAgentsAnswerAsTheExtender(t *testing.T) {
 	}
 	cluster := staticCluster{nodes: nodes, pods: pods}
 	handlers := map[string]http.Handler{}
-	// The agents this cluster exercises; gang, reward and telemetry answer from informers
-	// (pod events, PodGroups, TASPolicies) and are compared end to end, against a real API
-	// server (e2e/plugins_test.go).
-	compared := []string{"congestion", "pigeon", "safe", "template"}
+	// Every agent of agents.All but those that answer from informers (pod events, PodGroups,
+	// TASPolicies), which are compared end to end, against a real API server
+	// (e2e/plugins_test.go): a new agent is compared here unless listed there.
+	endToEndOnly := []string{"gang", "reward", "telemetry"}
+	var compared []string
+	for _, r := range agents.All {
+		if !slices.Contains(endToEndOnly, r.Name) {
+			compared = append(compared, r.Name)
+		}
+	}
+	for _, n := range endToEndOnly {
+		if !slices.ContainsFunc(agents.All, func(r framework.Registration) bool { return r.Name == n }) {
+			t.Errorf("endToEndOnly names %s, which agents.All does not have", n)
+		}
+	}
 	names = slices.DeleteFunc(names, func(n string) bool { agent, _, _ := a.Describe(n); return !slices.Contains(compared, agent) })
 	for _, r := range agents.All {
 		if !slices.Contains(compared, r.Name) {

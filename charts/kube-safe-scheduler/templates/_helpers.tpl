@@ -3,9 +3,17 @@
 {{- .Files.Get "files/agents.json" -}}
 {{- end -}}
 
-{{/* The agents in the order the scheduler calls them (the order of the shipped files). */}}
+{{/* The agents in the order the scheduler calls them: the order of agents.All, each agent's
+"order" in files/agents.json. */}}
 {{- define "kss.order" -}}
-safe congestion pigeon template telemetry reward gang
+{{- $table := include "kss.table" . | fromJson -}}
+{{- $out := list -}}
+{{- range $i := until (len $table) -}}
+{{- range $name, $a := $table -}}
+{{- if eq (int $a.order) $i -}}{{- $out = append $out $name -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- join " " $out -}}
 {{- end -}}
 
 {{/* The enabled agents, in call order, space separated. */}}

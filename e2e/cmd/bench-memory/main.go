@@ -53,7 +53,7 @@ func main() {
 	calls := flag.Int("calls", 3, "rounds of calls to every filter and priority the extender serves, each for a pod over every node (0: none)")
 	after := flag.Duration("after", 3*time.Minute, "wait after the calls before the last reading (the Go runtime collects at least "+
 		"every 2 minutes and returns freed pages to the system gradually)")
-	agents := flag.String("agents", "safe,congestion,pigeon,gang,reward,telemetry,template", "the extender's AGENTS")
+	agents := flag.String("agents", "", "the extender's AGENTS (empty: unset, every agent of the all build)")
 	variants := flag.String("variants", "", "semicolon-separated extender runs against the same cluster, each a space-separated "+
 		"list of KEY=VALUE environment overrides (e.g. ';GOMEMLIMIT=300MiB;AGENTS=safe'), binary=PATH running another extender "+
 		"build (e.g. one of another commit, to compare); empty: one run as shipped")
@@ -129,6 +129,9 @@ func main() {
 			"REWARD_NAMESPACE":    "kube-system",
 			// The runtime prints each collection's live heap to the log (read below).
 			"GODEBUG": "gctrace=1",
+		}
+		if *agents == "" {
+			delete(env, "AGENTS")
 		}
 		label, exe := "as shipped", bin
 		if f := strings.Fields(v); len(f) > 0 {
