@@ -10,10 +10,11 @@ import (
 )
 
 // TestLabSmoke runs the lab end to end in a small configuration (20 nodes, 12 simulated
-// minutes of the reward workload) for kube-scheduler's defaults and for the safe and
-// congestion agents as extenders, and checks that the whole path works: kwok runs, completes
-// and fails pods; usage reaches the node annotations through Prometheus and the annotator;
-// every scheduler placed pods; the figures are finite.
+// minutes of the reward workload, trace-driven usage from the committed fixtures, as make
+// eval's default) for kube-scheduler's defaults and for the safe and congestion agents as
+// extenders, and checks that the whole path works: kwok runs, completes and fails pods; usage
+// reaches the node annotations through Prometheus and the annotator; every scheduler placed
+// pods; the figures are finite.
 func TestLabSmoke(t *testing.T) {
 	prom, err := harness.PrometheusBinary()
 	if err != nil {
@@ -26,10 +27,18 @@ func TestLabSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir, err := tracesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := TraceModel(dir, DefaultCPUScale)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rc := RunConfig{
 		Cluster:  Cluster{Nodes: 20, CPU: 16000, Memory: 64 << 30},
 		Duration: 12 * time.Minute, Warmup: 2 * time.Minute, MeanRun: 4 * time.Minute,
-		Speed: 30, Model: DefaultModel, Progress: testWriter{t},
+		Speed: 30, Model: model, Progress: testWriter{t},
 		AnnotatorBin: annotator, PrometheusBin: prom,
 	}
 	w, err := Generate(WorkReward, rc.Cluster, rc.Duration, rc.MeanRun, 1, rc.Model)
