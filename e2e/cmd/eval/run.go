@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +60,9 @@ type Result struct {
 	// the annotator's statistics at the end, BusyStatsNodes those whose mean free cpu is below
 	// 95 % of allocatable (the usage went all the way through Prometheus and the annotator).
 	Completed, StatsNodes, BusyStatsNodes int
+	// PodSeries counts the pods whose container_memory_working_set_bytes Prometheus held at
+	// the end (the per-pod series reached Prometheus).
+	PodSeries int
 	// Gang workload: groups created, groups all of whose members were bound, groups left
 	// partly bound at the end, and cpu-minutes (cores x simulated minutes, after the warm-up)
 	// requested by bound members of groups not yet whole: room held by waiting members.
@@ -527,6 +532,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	wg.Wait()
 
 	res.Figures = Accumulate(samples)
+	res.PodSeries = promCount(prom, "container_memory_working_set_bytes")
 	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()
 	if list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, n := range list.Items {
@@ -567,6 +573,28 @@ func point(s Sample) Point {
 		p.CPUInUse = sum / float64(p.NodesInUse)
 	}
 	return p
+}
+
+// promCount returns how many series of metric Prometheus at url holds now (0 on any error).
+func promCount(url, metric string) int {
+	resp, err := http.Get(url + "/api/v1/query?query=" + neturl.QueryEscape("count("+metric+")"))
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Data.Result) == 0 {
+		return 0
+	}
+	v, _ := out.Data.Result[0].Value[1].(string)
+	n, _ := strconv.Atoi(v)
+	return n
 }
 
 // startPrometheus runs Prometheus scraping the exporter at addr every second and returns its URL.
