@@ -116,9 +116,10 @@ BENCH_MEMORY_ARGS ?= -nodes 5000 -pods 50000
 bench-memory:
 	cd e2e && $(GO) run ./cmd/bench-memory $(BENCH_MEMORY_ARGS)
 
-## eval: the placement quality lab (docs/quality.md): every scheduler on kwok nodes, usage through
-## Prometheus and the node annotator; a table and plots in .cache/eval/<time>. EVAL_ARGS changes it
-## (e.g. EVAL_ARGS='-nodes 50 -minutes 120 -seeds 1 -schedulers defaults,safe'). The default, 200 nodes,
+## eval: the placement quality lab (docs/quality.md): every scheduler on kwok nodes, usage from public
+## cluster traces (fixtures in e2e/testdata/traces; EVAL_ARGS='-usage synthetic' for the lab's own
+## model) through Prometheus and the node annotator; a table and plots in .cache/eval/<time>. EVAL_ARGS
+## changes it (e.g. EVAL_ARGS='-nodes 50 -minutes 120 -seeds 1 -schedulers defaults,safe'). The default, 200 nodes,
 ## 60 simulated minutes at 20x, three seeds, every scheduler: about 3.5 hours on two idle cores.
 EVAL_ARGS ?= -nodes 200 -minutes 60 -warmup 15 -speed 20 -seeds 1,2,3
 eval: prometheus

@@ -6,7 +6,11 @@
 // annotations the agents read. It writes a table (markdown, CSV) and plots to a folder.
 // docs/quality.md explains the figures and shows the latest run.
 //
-//	go run ./cmd/eval -nodes 200 -minutes 240 -seeds 1,2,3 [-schedulers defaults,safe] [-workloads steady,burst] [-out dir]
+// Pods belong to workloads (label app.kubernetes.io/name, an owner reference to a ReplicaSet or
+// a Job) and use what public cluster traces say (-usage trace, the default: fixtures in
+// e2e/testdata/traces) or what the lab's own model draws (-usage synthetic).
+//
+//	go run ./cmd/eval -nodes 200 -minutes 240 -seeds 1,2,3 [-schedulers defaults,safe] [-workloads steady,burst] [-usage trace|synthetic] [-out dir]
 package main
 
 import (
@@ -43,6 +47,10 @@ func main() {
 	mergeList := flag.String("merge", "", "comma-separated results.csv files of earlier runs, each path[:old=new...] to rename its schedulers: "+
 		"write their merged table, medians, ratios and overload bars into -out (a later file's row replaces an earlier one of the same "+
 		"workload, scheduler and seed), and run nothing")
+	usage := flag.String("usage", UsageTrace, "pods' true usage: trace (Google 2011 task ratios, PlanetLab daily shapes; docs/quality.md) or synthetic (the lab's own model)")
+	cpuScale := flag.Float64("trace-cpu-scale", DefaultCPUScale, "-usage trace: factor on every task's cpu usage/request ratio")
+	traceDir := flag.String("traces", "", "-usage trace: folder of the trace fixtures (default: <repo>/e2e/testdata/traces)")
+	estimate := flag.Bool("estimate", false, "print how well requests and workload history predict the pods' usage for -workloads and -seeds, and run nothing")
 	flag.Parse()
 
 	fail := func(format string, args ...any) {
@@ -115,10 +123,42 @@ func main() {
 		MeanRun:  time.Duration(*meanRun * float64(time.Minute)),
 		Speed:    *speed, Model: DefaultModel, Progress: os.Stderr,
 	}
+	switch *usage {
+	case UsageSynthetic:
+	case UsageTrace:
+		if !(*cpuScale > 0) {
+			fail("-trace-cpu-scale: %v is not a positive factor", *cpuScale)
+		}
+		dir := *traceDir
+		if dir == "" {
+			var err error
+			if dir, err = tracesDir(); err != nil {
+				fail("%v", err)
+			}
+		}
+		var err error
+		if rc.Model, err = TraceModel(dir, *cpuScale); err != nil {
+			fail("-usage trace: %v", err)
+		}
+	default:
+		fail("-usage: %q is neither %s nor %s", *usage, UsageTrace, UsageSynthetic)
+	}
 	for _, w := range works {
 		if _, err := Generate(strings.TrimSpace(w), rc.Cluster, time.Minute, time.Minute, 1, rc.Model); err != nil {
 			fail("-workloads: %v", err)
 		}
+	}
+	var estimates []EstimateRow
+	for _, seed := range seeds {
+		for _, wname := range works {
+			w, _ := Generate(strings.TrimSpace(wname), rc.Cluster, rc.Duration, rc.MeanRun, seed, rc.Model)
+			estimates = append(estimates, EstimateRow{Usage: rc.Model.Name(), Workload: w.Name, Seed: seed,
+				Estimates: Estimate(w, rc.Model, seed, rc.Duration, rc.Warmup)})
+		}
+	}
+	if *estimate {
+		fmt.Print(estimatesTable(estimates))
+		return
 	}
 	var err error
 	if rc.PrometheusBin, err = harness.PrometheusBinary(); err != nil {
@@ -157,7 +197,7 @@ func main() {
 				sess.Close()
 				results = append(results, r)
 				// The table so far, so that an interrupted run keeps what it measured.
-				if err := writeReport(*out, runHeader(command, rc, seeds), results); err != nil {
+				if err := writeReport(*out, runHeader(command, rc, seeds)+estimatesTable(estimates), results); err != nil {
 					fail("writing the report: %v", err)
 				}
 			}

@@ -23,7 +23,46 @@ type Model struct {
 	// DailyAmplitude: cpu usage is multiplied by 1 + DailyAmplitude*sin(2 pi t / Day).
 	DailyAmplitude float64
 	Day            time.Duration
+
+	// Traces, when set, make the model trace-driven (-usage trace): a pod's cpu and memory
+	// ratios are those of a Google 2011 task, its cpu follows its workload's PlanetLab VM over
+	// the day; none of the parameters above is used. docs/quality.md gives the mapping.
+	Traces *Traces
+	// CPUScale multiplies every trace cpu ratio (the Google tasks of the sample use a median
+	// 12 % of their request: see docs/quality.md); CPUCap bounds a pod's cpu usage at any
+	// minute to that many times its request.
+	CPUScale, CPUCap float64
 }
+
+// Usage models (-usage).
+const (
+	UsageTrace     = "trace"
+	UsageSynthetic = "synthetic"
+)
+
+// Name is the model's -usage name.
+func (m Model) Name() string {
+	if m.Traces != nil {
+		return UsageTrace
+	}
+	return UsageSynthetic
+}
+
+// TraceModel is the trace-driven model on the fixtures of dir, cpu ratios scaled by scale.
+func TraceModel(dir string, scale float64) (Model, error) {
+	t, err := LoadTraces(dir)
+	if err != nil {
+		return Model{}, err
+	}
+	return Model{Traces: t, CPUScale: scale, CPUCap: DefaultCPUCap}, nil
+}
+
+// DefaultCPUScale and DefaultCPUCap are -trace-cpu-scale's default and the trace model's cap
+// (docs/quality.md says why).
+const (
+	DefaultCPUScale = 4.0
+	DefaultCPUCap   = 4.0
+)
 
 // DefaultModel: see docs/quality.md for where each number comes from.
 var DefaultModel = Model{
@@ -57,6 +96,15 @@ func (m Model) daily(t time.Duration) float64 {
 // requests times its ratios, the daily factor (cpu) and the noise of its minute. The same
 // pod, seed and minute always give the same usage.
 func (m Model) Usage(seed uint64, p *PodPlan, t time.Duration) (cpu, mem float64) {
+	if p.Shape != nil {
+		// Trace-driven: the task's ratios, the cpu along the workload's VM shape from the
+		// workload's start in the VM's day.
+		r := p.CPURatio * p.Shape.At(p.ShapeStart+t)
+		if m.CPUCap > 0 {
+			r = math.Min(r, m.CPUCap)
+		}
+		return float64(p.CPU) * r, float64(p.Memory) * p.MemRatio
+	}
 	minute := uint64(t / time.Minute)
 	n1, n2 := gauss2(seed ^ uint64(p.Index)*0x9e3779b97f4a7c15 ^ minute*0xbf58476d1ce4e5b9)
 	cpu = float64(p.CPU) * p.CPURatio * m.daily(t) * math.Exp(m.NoiseSigma*n1-m.NoiseSigma*m.NoiseSigma/2)

@@ -42,8 +42,16 @@ var columns = []struct {
 // runHeader is results.md's opening for a run: the command and its settings.
 func runHeader(command string, rc RunConfig, seeds []uint64) string {
 	return fmt.Sprintf("Command: `%s`\n\n", command) + fmt.Sprintf("Seeds %v; %d nodes of 16 cpu / 64 GiB; %.0f simulated minutes per run (first %.0f not measured); "+
-		"pods' mean run %.0f min; simulated time runs %.0fx real time.\n\n",
-		seeds, rc.Cluster.Nodes, rc.Duration.Minutes(), rc.Warmup.Minutes(), rc.MeanRun.Minutes(), rc.Speed)
+		"pods' mean run %.0f min; simulated time runs %.0fx real time; usage %s.\n\n",
+		seeds, rc.Cluster.Nodes, rc.Duration.Minutes(), rc.Warmup.Minutes(), rc.MeanRun.Minutes(), rc.Speed, usageName(rc.Model))
+}
+
+// usageName describes the usage model of a run.
+func usageName(m Model) string {
+	if m.Traces == nil {
+		return UsageSynthetic
+	}
+	return fmt.Sprintf("%s (cpu ratios x %g, cpu at most %gx the request)", UsageTrace, m.CPUScale, m.CPUCap)
 }
 
 // writeReport writes results.md (header, every result, medians over seeds and ratios to the

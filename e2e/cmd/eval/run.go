@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -56,6 +60,9 @@ type Result struct {
 	// the annotator's statistics at the end, BusyStatsNodes those whose mean free cpu is below
 	// 95 % of allocatable (the usage went all the way through Prometheus and the annotator).
 	Completed, StatsNodes, BusyStatsNodes int
+	// PodSeries counts the pods whose container_memory_working_set_bytes Prometheus held at
+	// the end (the per-pod series reached Prometheus).
+	PodSeries int
 	// Gang workload: groups created, groups all of whose members were bound, groups left
 	// partly bound at the end, and cpu-minutes (cores x simulated minutes, after the warm-up)
 	// requested by bound members of groups not yet whole: room held by waiting members.
@@ -136,6 +143,9 @@ type podState struct {
 	node    int // -1 unbound
 	running bool
 	over    bool // succeeded, failed or deleted
+	// cpuSeconds is the pod's cumulative cpu time (real seconds) as of lastUsage (podUsage).
+	cpuSeconds float64
+	lastUsage  time.Time
 }
 
 // tracker follows the workload's pods through an informer and computes true usage.
@@ -218,10 +228,47 @@ func (tr *tracker) usage(t time.Duration) (cpu, mem []float64, running []int) {
 	return cpu, mem, running
 }
 
+// podUsage accumulates each running pod's cpu seconds (of real time, so that rate() over the
+// series gives cores as cAdvisor's does) and returns, per running pod, its name, cumulative
+// cpu seconds and memory (bytes) at simulated time t. Pods are listed in name order.
+func (tr *tracker) podUsage(t time.Duration) (names []string, cpuSeconds, mem []float64) {
+	now := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for name, st := range tr.pods {
+		if !st.running || st.node < 0 {
+			continue
+		}
+		c, m := tr.rc.Model.Usage(tr.seed, st.plan, t)
+		if !st.lastUsage.IsZero() {
+			st.cpuSeconds += c / 1000 * now.Sub(st.lastUsage).Seconds()
+		}
+		st.lastUsage = now
+		names = append(names, name)
+		cpuSeconds = append(cpuSeconds, st.cpuSeconds)
+		mem = append(mem, m)
+	}
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return names[idx[a]] < names[idx[b]] })
+	sn, sc, sm := make([]string, len(idx)), make([]float64, len(idx)), make([]float64, len(idx))
+	for i, j := range idx {
+		sn[i], sc[i], sm[i] = names[j], cpuSeconds[j], mem[j]
+	}
+	return sn, sc, sm
+}
+
 // ServeHTTP is the usage exporter Prometheus scrapes: each node's free cpu and memory, as a
-// node exporter would measure them (a node cannot use more than it has: free is at least 0).
+// node exporter would measure them (a node cannot use more than it has: free is at least 0),
+// and each running pod's usage as cAdvisor names it (container_cpu_usage_seconds_total, a
+// counter of cpu seconds per real second; container_memory_working_set_bytes), labels
+// namespace, pod, container ("app") and node.
 func (tr *tracker) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	cpu, mem, _ := tr.usage(tr.now())
+	now := tr.now()
+	cpu, mem, _ := tr.usage(now)
+	names, podCPU, podMem := tr.podUsage(now)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintln(w, "# HELP lab_node_free_cpu_millicores Allocatable cpu minus the true usage of the node's pods.")
 	fmt.Fprintln(w, "# TYPE lab_node_free_cpu_millicores gauge")
@@ -233,6 +280,53 @@ func (tr *tracker) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	for i := range mem {
 		fmt.Fprintf(w, "lab_node_free_memory_bytes{node=%q} %g\n", nodeName(i), math.Max(0, float64(tr.rc.Cluster.Memory)-mem[i]))
 	}
+	tr.mu.Lock()
+	nodes := make([]string, len(names))
+	for i, name := range names {
+		if st := tr.pods[name]; st != nil && st.node >= 0 {
+			nodes[i] = nodeName(st.node)
+		}
+	}
+	tr.mu.Unlock()
+	fmt.Fprintln(w, "# HELP container_cpu_usage_seconds_total Cumulative cpu time of the pod's true usage (seconds per real second).")
+	fmt.Fprintln(w, "# TYPE container_cpu_usage_seconds_total counter")
+	for i, name := range names {
+		fmt.Fprintf(w, "container_cpu_usage_seconds_total{namespace=\"default\",pod=%q,container=\"app\",node=%q} %g\n", name, nodes[i], podCPU[i])
+	}
+	fmt.Fprintln(w, "# HELP container_memory_working_set_bytes The pod's true memory usage.")
+	fmt.Fprintln(w, "# TYPE container_memory_working_set_bytes gauge")
+	for i, name := range names {
+		fmt.Fprintf(w, "container_memory_working_set_bytes{namespace=\"default\",pod=%q,container=\"app\",node=%q} %g\n", name, nodes[i], podMem[i])
+	}
+}
+
+// workloadLabel names a pod's workload, as charts and controllers label pods.
+const workloadLabel = "app.kubernetes.io/name"
+
+// ownerRefs is a pod's owner reference: a ReplicaSet (apps/v1) or a Job (batch/v1) named after
+// its workload, as the controller's pods carry it. The lab runs no controller-manager: the
+// owner object does not exist (its UID is derived from its name), so nothing creates, deletes
+// or garbage-collects the pods but the lab, and kube-scheduler's default spreading, which
+// reads the owner's selector, finds none (as for bare pods).
+func ownerRefs(p *PodPlan) []metav1.OwnerReference {
+	if p.Workload == "" {
+		return nil
+	}
+	api, name := "apps/v1", p.Workload+"-"+fmt.Sprintf("%08x", fnv32(p.Workload))[:8]
+	if p.OwnerKind == "Job" {
+		api, name = "batch/v1", p.Workload
+	}
+	yes := true
+	return []metav1.OwnerReference{{APIVersion: api, Kind: p.OwnerKind, Name: name, Controller: &yes,
+		UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", uint64(fnv32(p.OwnerKind+"/"+name))))}}
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
 }
 
 // Run runs workload w under scheduler s on a fresh cluster and returns its figures.
@@ -355,7 +449,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 				spec := harness.PodSpec{Name: p.Name, SchedulerName: schedName,
 					CPU:    strconv.FormatInt(p.CPU, 10) + "m",
 					Memory: strconv.FormatInt(p.Memory, 10),
-					Labels: map[string]string{typeLabel: p.Type},
+					Labels: map[string]string{typeLabel: p.Type, workloadLabel: p.Workload},
 					Annotations: map[string]string{
 						runAnnotation: fmt.Sprintf("%.1fs", rc.real(p.Duration).Seconds()),
 					}}
@@ -370,6 +464,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 				if err != nil {
 					t.Fatalf("%v", err)
 				}
+				pod.OwnerReferences = ownerRefs(p)
 				tr.mu.Lock()
 				tr.pods[p.Name] = &podState{plan: p, created: time.Now(), node: -1}
 				tr.mu.Unlock()
@@ -437,6 +532,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	wg.Wait()
 
 	res.Figures = Accumulate(samples)
+	res.PodSeries = promCount(prom, "container_memory_working_set_bytes")
 	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()
 	if list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, n := range list.Items {
@@ -477,6 +573,28 @@ func point(s Sample) Point {
 		p.CPUInUse = sum / float64(p.NodesInUse)
 	}
 	return p
+}
+
+// promCount returns how many series of metric Prometheus at url holds now (0 on any error).
+func promCount(url, metric string) int {
+	resp, err := http.Get(url + "/api/v1/query?query=" + neturl.QueryEscape("count("+metric+")"))
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Data.Result) == 0 {
+		return 0
+	}
+	v, _ := out.Data.Result[0].Value[1].(string)
+	n, _ := strconv.Atoi(v)
+	return n
 }
 
 // startPrometheus runs Prometheus scraping the exporter at addr every second and returns its URL.

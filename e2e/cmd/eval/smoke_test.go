@@ -10,10 +10,11 @@ import (
 )
 
 // TestLabSmoke runs the lab end to end in a small configuration (20 nodes, 12 simulated
-// minutes of the reward workload) for kube-scheduler's defaults and for the safe and
-// congestion agents as extenders, and checks that the whole path works: kwok runs, completes
-// and fails pods; usage reaches the node annotations through Prometheus and the annotator;
-// every scheduler placed pods; the figures are finite.
+// minutes of the reward workload, trace-driven usage from the committed fixtures, as make
+// eval's default) for kube-scheduler's defaults and for the safe and congestion agents as
+// extenders, and checks that the whole path works: kwok runs, completes and fails pods; usage
+// reaches the node annotations through Prometheus and the annotator, and the pods' usage series
+// reach Prometheus; every scheduler placed pods; the figures are finite.
 func TestLabSmoke(t *testing.T) {
 	prom, err := harness.PrometheusBinary()
 	if err != nil {
@@ -26,10 +27,18 @@ func TestLabSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir, err := tracesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := TraceModel(dir, DefaultCPUScale)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rc := RunConfig{
 		Cluster:  Cluster{Nodes: 20, CPU: 16000, Memory: 64 << 30},
 		Duration: 12 * time.Minute, Warmup: 2 * time.Minute, MeanRun: 4 * time.Minute,
-		Speed: 30, Model: DefaultModel, Progress: testWriter{t},
+		Speed: 30, Model: model, Progress: testWriter{t},
 		AnnotatorBin: annotator, PrometheusBin: prom,
 	}
 	w, err := Generate(WorkReward, rc.Cluster, rc.Duration, rc.MeanRun, 1, rc.Model)
@@ -44,7 +53,7 @@ func TestLabSmoke(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := Run(t, rc, w, s, 1)
 			f := r.Figures
-			t.Logf("%s: %+v; completed %d, nodes with statistics %d (busy %d)", name, f, r.Completed, r.StatsNodes, r.BusyStatsNodes)
+			t.Logf("%s: %+v; completed %d, nodes with statistics %d (busy %d), pods with usage series %d", name, f, r.Completed, r.StatsNodes, r.BusyStatsNodes, r.PodSeries)
 			if f.Created < len(w.Pods)/2 {
 				t.Errorf("created %d of %d pods", f.Created, len(w.Pods))
 			}
@@ -63,6 +72,9 @@ func TestLabSmoke(t *testing.T) {
 			}
 			if r.StatsNodes != rc.Cluster.Nodes || r.BusyStatsNodes == 0 {
 				t.Errorf("%d nodes carry statistics (%d busy), want all %d with some busy", r.StatsNodes, r.BusyStatsNodes, rc.Cluster.Nodes)
+			}
+			if r.PodSeries == 0 {
+				t.Error("Prometheus holds no container_memory_working_set_bytes series of the pods")
 			}
 			if f.Minutes < 8 || f.NodesInUse <= 0 || f.CPUInUse <= 0 || f.MemInUse <= 0 {
 				t.Errorf("minutes %v, nodes in use %v, utilization %v %v", f.Minutes, f.NodesInUse, f.CPUInUse, f.MemInUse)

@@ -26,6 +26,13 @@ type PodPlan struct {
 	// its minimum, here every member.
 	Group    string
 	GroupMin int
+	// Workload names the pod's workload (label app.kubernetes.io/name), OwnerKind its owner's
+	// kind (ReplicaSet for services, Job for batch pods and gang members).
+	Workload, OwnerKind string
+	// Shape and ShapeStart (trace-driven usage): the workload's PlanetLab VM and where in the
+	// VM's day the run's time 0 falls.
+	Shape      *Shape
+	ShapeStart time.Duration
 }
 
 // Cluster is the lab's cluster shape: every node alike.
@@ -77,6 +84,25 @@ func meanPodCPU() float64 {
 func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint64, m Model) (Workload, error) {
 	r := rand.New(rand.NewPCG(seed, 0x1ab5eed))
 	w := Workload{Name: name}
+	// Trace-driven usage: pods take the Google tasks in a seeded random order (again from the
+	// start once all are taken); a task's job and the pod's kind make its workload.
+	var perm []int
+	type traced struct {
+		cpu, mem   int64
+		shape      *Shape
+		shapeStart time.Duration
+	}
+	workloads := map[string]*traced{}
+	if m.Traces != nil {
+		perm = r.Perm(len(m.Traces.Tasks))
+	}
+	newWorkload := func() *traced {
+		t := &traced{cpu: drawSize(r)}
+		t.mem = t.cpu * int64(2+2*r.IntN(3)) << 30 / 1000
+		t.shape = &m.Traces.Shapes[r.IntN(len(m.Traces.Shapes))]
+		t.shapeStart = time.Duration(r.Float64() * float64(24*time.Hour))
+		return t
+	}
 	total := float64(c.CPU) * float64(c.Nodes)
 	// load is the share of allocatable cpu the steady arrivals aim at, at time t.
 	var load func(t time.Duration) float64
@@ -102,19 +128,24 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 	}
 	add := func(arrive, run time.Duration, kind string) {
 		p := PodPlan{Index: len(w.Pods), Arrive: arrive, Duration: run, Type: kind}
-		x := r.Float64()
-		for _, s := range podSizes {
-			if x < s.weight {
-				p.CPU = s.cpu
-				break
+		if m.Traces != nil {
+			task := m.Traces.Tasks[perm[p.Index%len(perm)]]
+			p.Workload, p.OwnerKind = "batch-"+task.Job, "Job"
+			if kind == "service" {
+				p.Workload, p.OwnerKind = "svc-"+task.Job, "ReplicaSet"
 			}
-			x -= s.weight
+			t := workloads[p.Workload]
+			if t == nil {
+				t = newWorkload()
+				workloads[p.Workload] = t
+			}
+			p.CPU, p.Memory, p.Shape, p.ShapeStart = t.cpu, t.mem, t.shape, t.shapeStart
+			p.CPURatio, p.MemRatio = task.CPURatio*m.CPUScale, task.MemRatio
+		} else {
+			p.CPU = drawSize(r)
+			p.Memory = p.CPU * int64(2+2*r.IntN(3)) << 30 / 1000
+			p.CPURatio, p.MemRatio = m.ratios(r)
 		}
-		if p.CPU == 0 {
-			p.CPU = podSizes[len(podSizes)-1].cpu
-		}
-		p.Memory = p.CPU * int64(2+2*r.IntN(3)) << 30 / 1000
-		p.CPURatio, p.MemRatio = m.ratios(r)
 		if fragileShare > 0 && r.Float64() < fragileShare {
 			p.Fragile, p.Type = true, "fragile"
 		}
@@ -155,21 +186,64 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 			for range poisson(r, rate) {
 				size, cpu := 2+r.IntN(15), int64(1000+1000*r.IntN(2))
 				at, run := t+time.Duration(r.Float64()*float64(time.Minute)), runFor(meanRun)
+				var shape *traced
+				if m.Traces != nil {
+					shape = newWorkload()
+				}
 				for range size {
 					add(at, run, "member")
 					p := &w.Pods[len(w.Pods)-1]
 					p.CPU, p.Memory = cpu, cpu*4<<30/1000
 					p.Group, p.GroupMin = fmt.Sprintf("group-%04d", g), size
+					// A group is one workload (a Job), its members' ratios those of the tasks they took.
+					p.Workload, p.OwnerKind = p.Group, "Job"
+					if shape != nil {
+						p.Shape, p.ShapeStart = shape.shape, shape.shapeStart
+					}
 				}
 				g++
 			}
 		}
 	}
 	sort.SliceStable(w.Pods, func(i, j int) bool { return w.Pods[i].Arrive < w.Pods[j].Arrive })
+	if m.Traces == nil {
+		syntheticWorkloads(w.Pods, seed)
+	}
 	for i := range w.Pods {
 		w.Pods[i].Name = fmt.Sprintf("%s-%05d", w.Pods[i].Type, w.Pods[i].Index)
 	}
 	return w, nil
+}
+
+// drawSize draws a pod's cpu request (millicores) from podSizes.
+func drawSize(r *rand.Rand) int64 {
+	x := r.Float64()
+	for _, s := range podSizes {
+		if x < s.weight {
+			return s.cpu
+		}
+		x -= s.weight
+	}
+	return podSizes[len(podSizes)-1].cpu
+}
+
+// syntheticWorkloads gives the synthetic model's pods a workload (with a generator of their
+// own, so that the pods stay those of the seed before workloads existed): gang members their
+// group; the others one of ten workloads per kind and cpu request, at random. Their usage
+// ratios stay drawn pod by pod: a workload says nothing of its pods' usage.
+func syntheticWorkloads(pods []PodPlan, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 0x3011ab))
+	for i := range pods {
+		p := &pods[i]
+		switch {
+		case p.Group != "":
+			p.Workload, p.OwnerKind = p.Group, "Job"
+		case p.Type == "batch":
+			p.Workload, p.OwnerKind = fmt.Sprintf("batch-%dm-%d", p.CPU, r.IntN(10)), "Job"
+		default:
+			p.Workload, p.OwnerKind = fmt.Sprintf("svc-%dm-%d", p.CPU, r.IntN(10)), "ReplicaSet"
+		}
+	}
 }
 
 // poisson draws a Poisson count of mean mu (normal approximation above 30).
