@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -24,22 +25,31 @@ type Runner struct {
 	seen map[podName]time.Time
 }
 
-// Run loads the stored state, then runs the store's election and writes and the learning loop
-// until ctx is done.
-func (r *Runner) Run(ctx context.Context) error {
-	if err := r.Store.Load(ctx); err != nil {
-		return err
+// Start loads the stored state (an error, such as missing permissions, stops the caller), then
+// runs the store's election and writes and the learning loop in the background until ctx is
+// done.
+func (r *Runner) Start(ctx context.Context) error {
+	loadCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err := r.Store.Load(loadCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w (the service account needs get, create and update on configmaps and leases in %s)", err, r.Store.cfg.Namespace)
 	}
 	r.Log.WithFields(logrus.Fields{"workloads": r.Learner.Len(), "source": r.Source.Name(),
 		"configmaps": r.Store.cfg.Namespace + "/" + ShardName(r.Store.cfg.Object, 0) + "..",
 		"shards":     r.Store.cfg.Shards}).Info("usage learner loaded its store")
 	go r.Store.Run(ctx)
+	go r.loop(ctx)
+	return nil
+}
+
+func (r *Runner) loop(ctx context.Context) {
 	t := time.NewTicker(r.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case now := <-t.C:
 			r.Round(ctx, now)
 		}
