@@ -166,3 +166,49 @@ func TestDataKey(t *testing.T) {
 		t.Error("a key too long for a ConfigMap was accepted")
 	}
 }
+
+// A reader follows what the writer stores, through an informer.
+func TestFollow(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	w := testLearner(t, nil)
+	web := webPod("shop", "web", "1", "1Gi")
+	for i := range 10 {
+		w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
+	}
+	s := testStore(client, w, 2)
+	s.takeover.Store(true)
+	if err := s.Flush(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	r := testLearner(t, nil)
+	inf, f := ConfigMapInformer(client, "kube-system")
+	if err := Follow(r, inf, "usage", quietLog()); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Estimate(web) != w.Estimate(web) {
+		if time.Now().After(deadline) {
+			t.Fatalf("reader %+v, writer %+v", r.Estimate(web), w.Estimate(web))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !r.Estimate(web).Trusted {
+		t.Error("the reader's estimate is not trusted")
+	}
+	// An update replaces the reader's view: 3x now.
+	for i := range 200 {
+		w.Observe(web, 3, 1<<30, t0.Add(time.Duration(10+i)*time.Minute))
+	}
+	if err := s.Flush(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	for r.Estimate(web) != w.Estimate(web) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after an update: reader %+v, writer %+v", r.Estimate(web), w.Estimate(web))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
