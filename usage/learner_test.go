@@ -149,11 +149,11 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// fill gives l n workloads, each with 60 samples spread like a real workload's (a few buckets).
+// fill gives l n workloads, each with 24 samples spread like a real workload's (a few buckets).
 func fill(l *Learner, n int) {
 	for w := range n {
 		p := webPod(fmt.Sprintf("ns-%d", w%50), fmt.Sprintf("workload-%d", w), "1", "1Gi")
-		for i := range 60 {
+		for i := range 24 {
 			x := 1 + 0.3*math.Sin(float64(w+i))
 			l.Observe(p, x, x*(1<<30), t0.Add(time.Duration(i)*time.Minute))
 		}
