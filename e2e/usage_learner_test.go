@@ -195,7 +195,11 @@ func TestUsageLearner(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if e := first.Estimate; e.CPURatio < 1.9 || e.CPURatio > 2.2 || e.MemoryRatio < 2 || e.MemoryRatio > 2.1 || e.Percentile != 0.9 {
+	t.Logf("stored before the restart: %+v, %d observations, peak %v bytes", first.Estimate, first.N, first.Peak)
+	// Memory is exact: p90 at the end of 2's bucket. Cpu is Prometheus' irate between two
+	// scrapes, which jitter on a loaded machine: its p90 of a dozen samples may be a few buckets
+	// above 2, never near the request's 1.
+	if e := first.Estimate; e.CPURatio < 1.9 || e.CPURatio > 2.6 || e.MemoryRatio < 2 || e.MemoryRatio > 2.1 || e.Percentile != 0.9 {
 		t.Errorf("stored estimate %+v, want p90 ratios of about 2", e)
 	}
 	if first.Peak != 512<<20 {
@@ -226,6 +230,7 @@ func TestUsageLearner(t *testing.T) {
 				t.Fatalf("the new writer's first write has %d observations (trusted %v), fewer than the %d stored before the restart",
 					w.N, w.Estimate.Trusted, first.N)
 			}
+			t.Logf("the new writer's first write: %+v, %d observations", w.Estimate, w.N)
 			break
 		}
 		if p2.Exited() || time.Now().After(deadline) {
