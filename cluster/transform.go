@@ -21,7 +21,9 @@ import (
 // outcomes, they also keep the Ready condition when True and the PodScheduled condition while
 // Pending (type, status and last transition time only), and the statuses of containers that have
 // restarted (name, restart count, last termination's start and finish). Everything else (images, commands, env, volumes,
-// probes, annotations, owner references, other status details) is dropped. Equal label maps and
+// probes, annotations, owner references but the controller's, other status details) is dropped.
+// The controller reference (API version, kind, name, controller flag) stays for the pod's workload
+// (package workload: the usage learner and the reward agent's pod types). Equal label maps and
 // resource lists are shared among pods (interner): the replicas of a workload hold one copy.
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
@@ -33,6 +35,15 @@ func strip(obj any) (any, error) {
 	return obj, nil
 }
 
+// controllerRef is the pod's controller reference alone, nil for none.
+func controllerRef(p *corev1.Pod) []metav1.OwnerReference {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Controller: ref.Controller}}
+}
+
 func stripPod(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -42,6 +53,7 @@ func stripPod(p *corev1.Pod) *corev1.Pod {
 			ResourceVersion:   p.ResourceVersion,
 			Labels:            shared.Labels(p.Labels),
 			DeletionTimestamp: p.DeletionTimestamp,
+			OwnerReferences:   controllerRef(p),
 		},
 		Spec: corev1.PodSpec{
 			NodeName:       p.Spec.NodeName,

@@ -67,7 +67,9 @@ func TestStripPodDropsTheRest(t *testing.T) {
 	p.ResourceVersion = "42"
 	p.DeletionTimestamp = &now
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
-	p.OwnerReferences = []metav1.OwnerReference{{Name: "rs"}}
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{Name: "other"},
+		{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: &yes, BlockOwnerDeletion: &yes}}
 	p.Spec.Volumes = []corev1.Volume{{Name: "data"}}
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
 	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
@@ -90,7 +92,9 @@ func TestStripPodDropsTheRest(t *testing.T) {
 	}
 	want := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a", ResourceVersion: "42",
-			Labels: map[string]string{"app": "a"}, DeletionTimestamp: &now},
+			Labels: map[string]string{"app": "a"}, DeletionTimestamp: &now,
+			// The controller's reference alone, for the pod's workload.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", Controller: &yes}}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{
 			Name: "c0", Resources: corev1.ResourceRequirements{Requests: p.Spec.Containers[0].Resources.Requests}}}},
 		Status: corev1.PodStatus{

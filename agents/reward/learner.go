@@ -4,7 +4,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-safe-scheduler/extender/workload"
 )
 
 // Observation values.
@@ -15,10 +18,22 @@ const (
 	xQuickCrash  = 0.0 // a container restarted after running less than the MTTF
 )
 
-// PodType is the type a pod's rewards are kept under: its label podtype, else app, else name,
-// else the pod's name.
+// PodType is the type a pod's rewards are kept under: its label podtype, else, for a pod with a
+// controller, its workload (package workload, the usage learner's key: "deployment/shop/web"),
+// else its label app, else name, else the pod's name. The labels keep their meaning from before
+// the workload key existed (no namespace, the pod's name last), so that tables already learnt
+// for pods of no controller keep their rows; a workload key has slashes, which no label value
+// has, so the two never collide.
 func PodType(p *corev1.Pod) string {
-	for _, l := range []string{"podtype", "app", "name"} {
+	if v := p.Labels["podtype"]; v != "" {
+		return v
+	}
+	if metav1.GetControllerOf(p) != nil {
+		if k := workload.Of(p, nil); !k.IsZero() {
+			return k.String()
+		}
+	}
+	for _, l := range []string{"app", "name"} {
 		if v := p.Labels[l]; v != "" {
 			return v
 		}

@@ -110,18 +110,25 @@ func restarted(count int32, ran time.Duration, finished time.Time) podOpt {
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func TestPodType(t *testing.T) {
+	yes := true
+	rs := []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-5d8f", Controller: &yes}}
 	for _, c := range []struct {
 		labels map[string]string
+		owners []metav1.OwnerReference
 		want   string
 	}{
-		{map[string]string{"podtype": "a", "app": "b", "name": "c"}, "a"},
-		{map[string]string{"app": "b", "name": "c"}, "b"},
-		{map[string]string{"name": "c"}, "c"},
-		{nil, "pod-name"},
+		{map[string]string{"podtype": "a", "app": "b", "name": "c"}, nil, "a"},
+		{map[string]string{"app": "b", "name": "c"}, nil, "b"},
+		{map[string]string{"name": "c"}, nil, "c"},
+		{nil, nil, "pod-name"},
+		// A pod with a controller: its workload (package workload), unless podtype says otherwise.
+		{map[string]string{"app": "b", "pod-template-hash": "5d8f"}, rs, "deployment/shop/web"},
+		{nil, rs, "replicaset/shop/web-5d8f"},
+		{map[string]string{"podtype": "a", "pod-template-hash": "5d8f"}, rs, "a"},
 	} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-name", Labels: c.labels}}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "pod-name", Labels: c.labels, OwnerReferences: c.owners}}
 		if got := PodType(p); got != c.want {
-			t.Errorf("PodType(%v) = %q, want %q", c.labels, got, c.want)
+			t.Errorf("PodType(%v, %v) = %q, want %q", c.labels, c.owners, got, c.want)
 		}
 	}
 }

@@ -2,11 +2,7 @@ package reward
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,9 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/util/retry"
+
+	"github.com/kube-safe-scheduler/extender/internal/leaderstore"
 )
 
 // The ConfigMap holding the table: its data key, and annotations naming the replica that wrote
@@ -30,10 +25,7 @@ const (
 
 // maxStoredBytes keeps the ConfigMap under the API server's 1 MiB object limit, with room for
 // its metadata.
-const maxStoredBytes = 1000 * 1000
-
-// serviceAccountNamespace is where a pod finds its own namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+const maxStoredBytes = leaderstore.MaxObjectBytes
 
 // store keeps the table in a ConfigMap: the replica holding the Lease writes it every flush
 // interval when it has learnt something; the others merge it in at the same pace.
@@ -60,20 +52,9 @@ type store struct {
 }
 
 func newStore(cfg Config, client kubernetes.Interface, log *logrus.Entry, t *table) *store {
-	ns := cfg.Namespace
-	if ns == "" {
-		ns = "kube-system"
-		if b, err := os.ReadFile(serviceAccountNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
-			ns = strings.TrimSpace(string(b))
-		}
-	}
-	host, _ := os.Hostname()
-	suffix := make([]byte, 4)
-	_, _ = rand.Read(suffix)
 	return &store{
-		client: client, log: log, table: t, namespace: ns, name: cfg.Object,
-		identity: host + "_" + hex.EncodeToString(suffix),
-		interval: cfg.FlushInterval.D(), lease: cfg.LeaseDuration.D(),
+		client: client, log: log, table: t, namespace: leaderstore.Namespace(cfg.Namespace), name: cfg.Object,
+		identity: leaderstore.Identity(), interval: cfg.FlushInterval.D(), lease: cfg.LeaseDuration.D(),
 	}
 }
 
@@ -116,25 +97,7 @@ func (s *store) flush(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("the table is %d bytes, more than a ConfigMap holds (%d): lower REWARD_MAX_ENTRIES (%d rows now)",
 			len(data), maxStoredBytes, s.table.len())
 	}
-	cms := s.client.CoreV1().ConfigMaps(s.namespace)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, s.name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name}}
-			s.stamp(cm, data, now)
-			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), s.name, err)
-			}
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		s.stamp(cm, data, now)
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+	err = leaderstore.Write(ctx, s.client, s.namespace, s.name, func(cm *corev1.ConfigMap) { s.stamp(cm, data, now) })
 	if err != nil {
 		s.takeover.Store(true) // try again next time, changed or not
 		return fmt.Errorf("writing ConfigMap %s/%s: %w", s.namespace, s.name, err)
@@ -156,48 +119,22 @@ func (s *store) stamp(cm *corev1.ConfigMap, data []byte, now time.Time) {
 	cm.Data = map[string]string{dataKey: string(data)}
 }
 
-// retryPeriod is how often the leader renews the Lease and the others try to acquire it. A
-// follower takes over once it has seen no renewal for the Lease duration, so a leader change
-// takes the Lease duration plus up to about two retry periods (client-go polls with jitter).
-func retryPeriod(lease time.Duration) time.Duration { return lease / 10 }
-
 // elect runs the leader election on the Lease named like the ConfigMap until ctx is done. The
 // leader first merges the stored table (what the previous leader wrote that this replica did
 // not see), then writes from the next tick on.
 func (s *store) elect(ctx context.Context) {
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: s.namespace, Name: s.name},
-		Client:     s.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: s.identity},
-	}
-	for ctx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   s.lease,
-			RenewDeadline:   s.lease * 2 / 3,
-			RetryPeriod:     retryPeriod(s.lease),
-			ReleaseOnCancel: true,
-			Name:            "reward",
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					s.elected.Store(true)
-					if err := s.takeOver(ctx); err != nil {
-						s.log.WithError(err).Warn("elected, but cannot merge the stored table yet: not writing until it can")
-					}
-				},
-				OnStoppedLeading: func() {
-					s.elected.Store(false)
-					s.leader.Store(false)
-					s.log.WithField("identity", s.identity).Info("no longer writing the reward table")
-				},
-			},
-		})
-		if err != nil {
-			s.log.WithError(err).Error("leader election cannot run")
-			return
+	e := leaderstore.Election{Client: s.client, Namespace: s.namespace, Name: s.name, Component: "reward",
+		Identity: s.identity, Lease: s.lease, Log: s.log}
+	e.Run(ctx, func(ctx context.Context) {
+		s.elected.Store(true)
+		if err := s.takeOver(ctx); err != nil {
+			s.log.WithError(err).Warn("elected, but cannot merge the stored table yet: not writing until it can")
 		}
-		le.Run(ctx)
-	}
+	}, func() {
+		s.elected.Store(false)
+		s.leader.Store(false)
+		s.log.WithField("identity", s.identity).Info("no longer writing the reward table")
+	})
 }
 
 // takeOver merges the stored table (what the previous leader wrote that this replica did not

@@ -26,6 +26,8 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/usage"
+	"github.com/kube-safe-scheduler/extender/workload"
 )
 
 // version is stamped at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -50,6 +52,8 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	set := settings.New(fs, getenv)
 	var cfg annotator.Config
 	cfg.Declare(set)
+	var learnerCfg usage.Settings
+	learnerCfg.Declare(set)
 	var clusterCfg cluster.Config
 	clusterCfg.Declare(set)
 	if err := set.Parse(args); err != nil {
@@ -59,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 		return 2
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), learnerCfg.Validate(cfg.Source)); err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 		return 2
 	}
@@ -79,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return 2
 	}
 	var metrics metricsclient.Interface
-	if cfg.Source == annotator.SourceMetricsAPI {
+	if cfg.Source == annotator.SourceMetricsAPI { // the annotator's and the learner's
 		if metrics, err = metricsclient.NewForConfig(state.RESTConfig()); err != nil {
 			fmt.Fprintf(stderr, "configuration error:\nmetrics API client: %v\n", err)
 			return 2
@@ -96,6 +100,14 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	if err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 		return 2
+	}
+
+	var learner *usage.Runner
+	if learnerCfg.Enabled {
+		if learner, err = newLearner(learnerCfg, cfg, state, metrics, reg, log.WithField("component", "usage-learner")); err != nil {
+			fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
+			return 2
+		}
 	}
 
 	if cfg.Listen != "" {
@@ -121,16 +133,50 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 
 	stopCluster := state.Start(ctx)
 	defer stopCluster()
+	if learner != nil {
+		if err := learner.Start(ctx); err != nil {
+			log.Errorf("usage learner: %v", err)
+			return 1
+		}
+	}
 	sourceName := "none"
 	if source != nil {
 		sourceName = source.Name()
 	}
 	log.WithFields(logrus.Fields{"version": version, "source": sourceName, "interval": cfg.Interval,
-		"statsInterval": cfg.StatsInterval, "window": cfg.Window}).Info("node annotator started")
+		"statsInterval": cfg.StatsInterval, "window": cfg.Window, "usageLearner": learnerCfg.Enabled}).Info("node annotator started")
 	if err := a.Run(ctx); err != nil {
 		log.Errorf("annotator stopped: %v", err)
 		return 1
 	}
 	log.Info("node annotator stopped")
 	return 0
+}
+
+// newLearner builds the usage learner on the annotator's metrics source configuration, cluster
+// cache (its pod informer, and ReplicaSet and Job informers for the owner chains) and metrics
+// registry. Its informers start with the cache's.
+func newLearner(lc usage.Settings, cfg annotator.Config, state *cluster.Cache, metrics metricsclient.Interface,
+	reg prometheus.Registerer, log *logrus.Entry) (*usage.Runner, error) {
+	f := state.Informers()
+	owners := workload.Listers{ReplicaSets: f.Apps().V1().ReplicaSets().Lister(), Jobs: f.Batch().V1().Jobs().Lister()}
+	l, err := usage.New(lc.Model, owners)
+	if err != nil {
+		return nil, err
+	}
+	var source usage.Source
+	switch cfg.Source {
+	case annotator.SourceMetricsAPI:
+		source = usage.NewMetricsAPI(metrics)
+	case annotator.SourcePrometheus:
+		if source, err = usage.NewPrometheus(usage.PrometheusConfig{URL: cfg.Prometheus.URL, Timeout: cfg.Prometheus.Timeout,
+			CPUQuery: lc.CPUQuery, MemoryQuery: lc.MemoryQuery}); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("usage learner: no source for STATS_SOURCE %q", cfg.Source)
+	}
+	return &usage.Runner{Learner: l, Source: source, Pods: f.Core().V1().Pods().Lister(),
+		Store: usage.NewStore(lc.Store, state.Client(), log, l), Metrics: usage.NewMetrics(reg),
+		Interval: lc.Interval, Log: log}, nil
 }

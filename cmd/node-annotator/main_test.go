@@ -18,7 +18,8 @@ func TestHelp(t *testing.T) {
 	if code != 0 {
 		t.Errorf("--help exited %d", code)
 	}
-	for _, s := range []string{"STATS_SOURCE", "STATS_WINDOW", "PROMETHEUS_URL", "KUBECONFIG", "KUBE_API_QPS", "PATCH_QPS"} {
+	for _, s := range []string{"STATS_SOURCE", "STATS_WINDOW", "PROMETHEUS_URL", "KUBECONFIG", "KUBE_API_QPS", "PATCH_QPS",
+		"USAGE_LEARNER", "USAGE_PERCENTILE", "USAGE_MIN_OBSERVATIONS", "USAGE_INTERVAL"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("--help does not mention %s", s)
 		}
@@ -35,6 +36,12 @@ func TestBadSettings(t *testing.T) {
 		{map[string]string{"STATS_SOURCE": "graphite"}, "STATS_SOURCE"},
 		{map[string]string{"STATS_SOURCE": "prometheus"}, "PROMETHEUS_URL"},
 		{map[string]string{"KUBECONFIG": "/nonexistent/kubeconfig"}, "KUBECONFIG"},
+		// The usage learner: its settings, and a source to learn from.
+		{map[string]string{"USAGE_LEARNER": "true"}, "USAGE_LEARNER (or --usage-learner) needs STATS_SOURCE"},
+		{map[string]string{"USAGE_PERCENTILE": "1.5"}, "USAGE_PERCENTILE"},
+		{map[string]string{"USAGE_MIN_OBSERVATIONS": "0"}, "USAGE_MIN_OBSERVATIONS"},
+		{map[string]string{"USAGE_INTERVAL": "often"}, "USAGE_INTERVAL"},
+		{map[string]string{"USAGE_OBJECT": "Bad_Name"}, "USAGE_OBJECT"},
 		// No kubeconfig and not in a pod: the annotator cannot work without the cluster.
 		{map[string]string{"KUBERNETES_SERVICE_HOST": ""}, "needs cluster access"},
 		{map[string]string{"CLUSTER_ACCESS": "none"}, "needs cluster access"},

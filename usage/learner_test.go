@@ -1,0 +1,203 @@
+package usage
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// webPod is a pod of Deployment ns/name requesting cpu and memory.
+func webPod(ns, name, cpu, memory string) *corev1.Pod {
+	yes := true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-5d8f-x", Labels: map[string]string{"pod-template-hash": "5d8f"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: name + "-5d8f", Controller: &yes}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}}},
+	}
+}
+
+func testLearner(t testing.TB, mod func(*Config)) *Learner {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.MinObservations, cfg.MinSpan = 4, time.Minute
+	if mod != nil {
+		mod(&cfg)
+	}
+	l, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.now = func() time.Time { return t0.Add(10 * time.Minute) }
+	return l
+}
+
+func TestEstimate(t *testing.T) {
+	l := testLearner(t, nil)
+	p := webPod("shop", "web", "1", "1Gi")
+	if e := l.Estimate(p); e.Trusted || e.CPU != 1 || e.Memory != 1<<30 || !strings.Contains(e.Evidence, "deployment shop/web not observed") {
+		t.Errorf("before any sample: %+v, want the request", e)
+	}
+	// Pods use 2 cpu (2x the request) and 0.5 Gi, one sample every 30 s.
+	for i := range 3 {
+		l.Observe(p, 2, 1<<29, t0.Add(time.Duration(i)*30*time.Second))
+	}
+	if e := l.Estimate(p); e.Trusted || e.CPU != 1 || !strings.Contains(e.Evidence, "3 observations of deployment shop/web, fewer than 4") {
+		t.Errorf("3 samples: %+v, want the request", e)
+	}
+	// A fourth sample, 90 s after the first: trusted. p90 is the end of 2's bucket: at most 5 %
+	// above 2; memory: the end of 0.5's bucket times 1 Gi, above the 0.5 Gi peak.
+	l.Observe(p, 2, 1<<29, t0.Add(90*time.Second))
+	e := l.Estimate(p)
+	cpuWant := bucketStart(bucketOf(2) + 1)
+	memWant := bucketStart(bucketOf(0.5)+1) * (1 << 30)
+	if !e.Trusted || e.CPU != cpuWant || e.Memory != memWant || e.Workload.String() != "deployment/shop/web" {
+		t.Errorf("trusted: %+v, want cpu %v memory %v", e, cpuWant, memWant)
+	}
+	if e.CPU < 2 || e.CPU > 2.1 {
+		t.Errorf("cpu estimate %v, want 2..2.1", e.CPU)
+	}
+	if want := "p90 of 4 observations of deployment shop/web, request 1 cpu 1.00Gi memory"; e.Evidence != want {
+		t.Errorf("evidence %q, want %q", e.Evidence, want)
+	}
+	// Another pod of the workload with another request: the ratio scales with its request.
+	if e := l.Estimate(webPod("shop", "web", "500m", "1Gi")); e.CPU != cpuWant/2 {
+		t.Errorf("half the request: cpu %v, want %v", e.CPU, cpuWant/2)
+	}
+	// Not the same workload in another namespace.
+	if e := l.Estimate(webPod("other", "web", "1", "1Gi")); e.Trusted {
+		t.Errorf("another namespace: %+v, want untrusted", e)
+	}
+	// A pod of no workload keeps its request.
+	bare := webPod("shop", "web", "1", "1Gi")
+	bare.OwnerReferences, bare.Labels = nil, nil
+	if k := l.Observe(bare, 5, 5, t0); !k.IsZero() {
+		t.Errorf("a bare pod has workload %v", k)
+	}
+	if e := l.Estimate(bare); e.Trusted || e.CPU != 1 || !strings.Contains(e.Evidence, "no workload") {
+		t.Errorf("bare pod: %+v", e)
+	}
+}
+
+// Memory never falls below the recent peak; the peak expires after two windows.
+func TestMemoryPeakFloor(t *testing.T) {
+	l := testLearner(t, func(c *Config) { c.PeakWindow = time.Hour })
+	p := webPod("shop", "db", "1", "1Gi")
+	// 0.25 Gi most of the time, once 3 Gi (3x the request).
+	for i := range 40 {
+		mem := float64(1 << 28)
+		if i == 5 {
+			mem = 3 << 30
+		}
+		l.Observe(p, 1, mem, t0.Add(time.Duration(i)*10*time.Second))
+	}
+	l.now = func() time.Time { return t0.Add(30 * time.Minute) }
+	e := l.Estimate(p)
+	// p90 of the ratios is 0.25's bucket end; the 3 Gi peak is above it.
+	if e.Memory != 3<<30 || !strings.HasSuffix(e.Evidence, "memory at the recent peak") {
+		t.Errorf("memory %v (%s), want the 3 Gi peak", e.Memory, e.Evidence)
+	}
+	// In the next window the previous window's peak still counts.
+	l.now = func() time.Time { return t0.Add(90 * time.Minute) }
+	if e := l.Estimate(p); e.Memory != 3<<30 {
+		t.Errorf("next window: memory %v, want the 3 Gi peak", e.Memory)
+	}
+	// Two windows on, it no longer does.
+	l.now = func() time.Time { return t0.Add(121 * time.Minute) }
+	if e, want := l.Estimate(p), bucketStart(bucketOf(0.25)+1)*(1<<30); e.Memory != want {
+		t.Errorf("two windows on: memory %v, want p90 %v", e.Memory, want)
+	}
+}
+
+// At most MaxWorkloads are kept: the least recently observed goes.
+func TestBound(t *testing.T) {
+	l := testLearner(t, func(c *Config) { c.MaxWorkloads = 3 })
+	for i, name := range []string{"a", "b", "c"} {
+		l.Observe(webPod("ns", name, "1", "1Gi"), 1, 1, t0.Add(time.Duration(i)*time.Second))
+	}
+	l.Observe(webPod("ns", "a", "1", "1Gi"), 1, 1, t0.Add(5*time.Second)) // a is now the most recent
+	l.Observe(webPod("ns", "d", "1", "1Gi"), 1, 1, t0.Add(6*time.Second)) // b goes
+	if l.Len() != 3 {
+		t.Fatalf("%d workloads, want 3", l.Len())
+	}
+	for name, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
+		_, ok := l.m["deployment/ns/"+name]
+		if ok != want {
+			t.Errorf("workload %s kept: %v, want %v", name, ok, want)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	c := DefaultConfig()
+	c.Percentile, c.MinObservations, c.HalfLife = 1.5, 0, 0
+	err := c.Validate()
+	for _, f := range []string{"percentile", "minObservations", "halfLife"} {
+		if err == nil || !strings.Contains(err.Error(), f) {
+			t.Errorf("Validate() = %v, want %s named", err, f)
+		}
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+// fill gives l n workloads, each with 24 samples spread like a real workload's (a few buckets).
+func fill(l *Learner, n int) {
+	for w := range n {
+		p := webPod(fmt.Sprintf("ns-%d", w%50), fmt.Sprintf("workload-%d", w), "1", "1Gi")
+		for i := range 24 {
+			x := 1 + 0.3*math.Sin(float64(w+i))
+			l.Observe(p, x, x*(1<<30), t0.Add(time.Duration(i)*time.Minute))
+		}
+	}
+}
+
+// The learner's heap for 10,000 workloads (reported: go test -run TestMemory -v ./usage/).
+func TestMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 10,000 workloads")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	l := testLearner(t, nil)
+	fill(l, 10000)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("10,000 workloads: %.1f MiB of heap (%d bytes each)", float64(heap)/(1<<20), heap/10000)
+	if heap > 64<<20 {
+		t.Errorf("10,000 workloads take %d bytes, more than 64 MiB", heap)
+	}
+	runtime.KeepAlive(l)
+}
+
+func BenchmarkObserve(b *testing.B) {
+	l := testLearner(b, nil)
+	pods := make([]*corev1.Pod, 1000)
+	for i := range pods {
+		pods[i] = webPod("ns", fmt.Sprintf("w%d", i), "1", "1Gi")
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		l.Observe(pods[i%len(pods)], 1.2, 1<<30, t0.Add(time.Duration(i)*time.Second))
+	}
+}
+
+func BenchmarkEstimate(b *testing.B) {
+	l := testLearner(b, nil)
+	fill(l, 1000)
+	p := webPod("ns-7", "workload-7", "1", "1Gi")
+	b.ResetTimer()
+	for range b.N {
+		_ = l.Estimate(p)
+	}
+}
