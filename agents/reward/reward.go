@@ -356,8 +356,9 @@ func (a *Agent) onPod(old, new *corev1.Pod) {
 	a.finals[old.UID] = final{st: st, at: a.now()}
 }
 
-// onFinal learns a pod's terminal phase from the terminated informer (additions and updates).
-func (a *Agent) onFinal(p *corev1.Pod) {
+// onFinal learns a pod's terminal phase from the terminated informer (additions and updates);
+// initial says the pod came with the informer's initial list.
+func (a *Agent) onFinal(p *corev1.Pod, initial bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if f, ok := a.finals[p.UID]; ok && f.st != nil {
@@ -367,8 +368,12 @@ func (a *Agent) onFinal(p *corev1.Pod) {
 		}
 		return
 	}
-	// Terminated pods the learner never followed (those of the initial list) teach nothing.
-	if a.learner.follows(p.UID) {
+	// Pods that had terminated before this process started (the initial list) teach nothing
+	// unless the learner follows them. A pod that terminates later waits for the shared
+	// informer's news even when the learner does not follow it yet: the two informers are
+	// independent, and the terminated one may bring a pod created and failed at once before the
+	// shared one brings its addition (a failure was lost that way under load, issue 38).
+	if !initial || a.learner.follows(p.UID) {
 		a.finals[p.UID] = final{phase: p.Status.Phase, at: a.now()}
 	}
 }

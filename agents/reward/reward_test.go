@@ -210,7 +210,9 @@ func TestRestartWithinAndAfterMTTF(t *testing.T) {
 // A pod that leaves the cache without being deleted has terminated: the agent learns its final
 // phase (Failed: 0; Succeeded: 1) from the terminated informer, whether its news comes before or
 // after the shared informer's; a pod whose phase never comes teaches nothing and is forgotten
-// after finalWait, and terminated pods the learner never followed are ignored.
+// after finalWait, and terminated pods of the initial list the learner never followed are
+// ignored. A pod whose phase comes before the shared informer ever brought it is learned once
+// that informer's news comes (the two informers are independent).
 func TestTerminalPhases(t *testing.T) {
 	a, fc, c := newAgent(t, nil, fake.NewClientset())
 	phase := func(p *corev1.Pod, ph corev1.PodPhase) *corev1.Pod {
@@ -222,16 +224,26 @@ func TestTerminalPhases(t *testing.T) {
 	for _, p := range []*corev1.Pod{f, s, gone} {
 		fc.fn(nil, p)
 	}
-	a.onFinal(phase(pod("old", "spark", "n2"), corev1.PodFailed)) // from the initial list
-	fc.fn(f, nil)                                                 // the shared informer first,
-	a.onFinal(phase(f, corev1.PodFailed))                         // then the phase
-	a.onFinal(phase(s, corev1.PodSucceeded))                      // the phase first,
-	fc.fn(s, nil)                                                 // then the shared informer
-	fc.fn(gone, nil)                                              // no phase ever comes
+	a.onFinal(phase(pod("old", "spark", "n2"), corev1.PodFailed), true) // from the initial list
+	fc.fn(f, nil)                                                       // the shared informer first,
+	a.onFinal(phase(f, corev1.PodFailed), false)                        // then the phase
+	a.onFinal(phase(s, corev1.PodSucceeded), false)                     // the phase first,
+	fc.fn(s, nil)                                                       // then the shared informer
+	fc.fn(gone, nil)                                                    // no phase ever comes
 	e, _ := a.table.get("spark", "n2")
 	// Failed: 0.9; Succeeded: 0.9*0.9 + 0.1 = 0.91; "gone" and "old": nothing.
 	if e.N != 2 || !near(e.R, 0.91) {
 		t.Errorf("spark on n2: %+v, want N 2, R 0.91", e)
+	}
+	// A pod created and failed at once: the terminated informer's news comes before the shared
+	// informer has brought the pod at all; then the addition and the departure come.
+	late := pod("late", "spark", "n2")
+	a.onFinal(phase(late, corev1.PodFailed), false)
+	fc.fn(nil, late)
+	fc.fn(late, nil)
+	// A third observation, a failure: 0.91*0.9 = 0.819.
+	if e, _ := a.table.get("spark", "n2"); e.N != 3 || !near(e.R, 0.819) {
+		t.Errorf("spark on n2 after the late pod: %+v, want N 3, R 0.819", e)
 	}
 	if len(a.finals) != 1 {
 		t.Errorf("%d halves waiting, want 1 (gone's)", len(a.finals))

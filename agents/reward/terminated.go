@@ -38,17 +38,17 @@ func terminatedPods(client kubernetes.Interface) cache.SharedIndexInformer {
 }
 
 // finalEvents turns onFinal into the terminated informer's handler: additions (a pod turned
-// terminal) and updates; deletions say nothing.
-func finalEvents(fn func(*corev1.Pod)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+// terminal, or one of the initial list) and updates; deletions say nothing.
+func finalEvents(fn func(p *corev1.Pod, initial bool)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				fn(p)
+				fn(p, isInInitialList)
 			}
 		},
 		UpdateFunc: func(_, obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				fn(p)
+				fn(p, false)
 			}
 		},
 	}
