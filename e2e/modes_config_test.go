@@ -309,7 +309,8 @@ func TestModesConfigureTheSame(t *testing.T) {
 func TestPluginModeConfigLoads(t *testing.T) {
 	t.Parallel()
 	bin := harness.BuildExtender(t, "all")
-	args := []string{"config", "--agents", "safe,congestion,pigeon,template,telemetry,reward", "--mode", "plugin", "--scheduler-name", "generated"}
+	agents := slices.DeleteFunc(chartAgents(t), func(a string) bool { return a == "gang" })
+	args := []string{"config", "--agents", strings.Join(agents, ","), "--mode", "plugin", "--scheduler-name", "generated"}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), bin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
