@@ -174,17 +174,7 @@ func TestPluginsReward(t *testing.T) {
 func TestPluginsTelemetry(t *testing.T) {
 	t.Parallel()
 	c, sa := startWithPluginServiceAccount(t)
-	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
-	applyWhenServed(t, c, telemetryPolicy+"---"+brokenPolicy)
-	cm := c.StartCustomMetrics(t)
-	for n, v := range map[string]float64{"hot": 95, "warm": 60, "cool": 20} {
-		cm.Set("node_cpu", n, v)
-	}
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "hot", Labels: map[string]string{"e2e/pin": "hot"}},
-		harness.NodeSpec{Name: "warm"},
-		harness.NodeSpec{Name: "cool"},
-	)
+	cm := telemetryNodes(t, c, telemetryPolicy+"---"+brokenPolicy)
 	c.RunDeployment(t, withPlugins(t, []string{"telemetry-policy"}, nil), harness.RunOptions{Kubeconfig: sa})
 	labelled := map[string]string{"telemetry-policy": "demo-policy"}
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,17 +40,7 @@ spec:
 func TestPluginsTelemetryTASPods(t *testing.T) {
 	t.Parallel()
 	c, sa := startWithPluginServiceAccount(t)
-	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
-	applyWhenServed(t, c, telemetryPolicy+"---"+emptyPolicy)
-	cm := c.StartCustomMetrics(t)
-	for n, v := range map[string]float64{"hot": 95, "warm": 60, "cool": 20} {
-		cm.Set("node_cpu", n, v)
-	}
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "hot", Labels: map[string]string{"e2e/pin": "hot"}},
-		harness.NodeSpec{Name: "warm"},
-		harness.NodeSpec{Name: "cool"},
-	)
+	telemetryNodes(t, c, telemetryPolicy+"---"+emptyPolicy)
 	d := withPlugins(t, []string{"telemetry-policy"}, nil)
 	var cfg struct {
 		Profiles []struct {

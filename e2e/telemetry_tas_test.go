@@ -53,17 +53,7 @@ func TestTelemetryTASConfig(t *testing.T) {
 	}
 
 	c := harness.StartCluster(t)
-	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
-	applyWhenServed(t, c, telemetryPolicy)
-	cm := c.StartCustomMetrics(t)
-	for n, v := range map[string]float64{"hot": 95, "warm": 60, "cool": 20} {
-		cm.Set("node_cpu", n, v)
-	}
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "hot", Labels: map[string]string{"e2e/pin": "hot"}},
-		harness.NodeSpec{Name: "warm"},
-		harness.NodeSpec{Name: "cool"},
-	)
+	telemetryNodes(t, c, telemetryPolicy)
 
 	// TAS's extender serves TLS and asks for a client certificate; so does this one.
 	dir := t.TempDir()

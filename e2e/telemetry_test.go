@@ -79,23 +79,10 @@ func TestTelemetryYAML(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "telemetry")
 	c, sa := startWithServiceAccount(t)
-	root := repoRoot(t)
-	c.ApplyFile(t, filepath.Join(root, "yamlfiles", "telemetry-policy-crd.yaml"), false)
 	// The file's RBAC objects are what lets the sidecar (running as the service account) read
 	// policies and metrics and label nodes.
-	c.ApplyFile(t, filepath.Join(root, "yamlfiles", "extender.telemetry.yaml"), false)
-	applyWhenServed(t, c, telemetryPolicy+"---"+brokenPolicy)
-
-	cm := c.StartCustomMetrics(t)
-	values := map[string]float64{"hot": 95, "warm": 60, "cool": 20}
-	for n, v := range values {
-		cm.Set("node_cpu", n, v)
-	}
-	c.CreateNodes(t,
-		harness.NodeSpec{Name: "hot", Labels: map[string]string{"e2e/pin": "hot"}},
-		harness.NodeSpec{Name: "warm"},
-		harness.NodeSpec{Name: "cool"},
-	)
+	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "extender.telemetry.yaml"), false)
+	cm := telemetryNodes(t, c, telemetryPolicy+"---"+brokenPolicy)
 	r := c.RunDeployment(t, loadDeployment(t, "extender.telemetry.yaml"), harness.RunOptions{
 		Kubeconfig: sa, Env: map[string]map[string]string{"telemetry": telemetryEnv},
 	})
@@ -194,6 +181,26 @@ func TestTelemetryYAML(t *testing.T) {
 	if err != nil || s["warm"] != 0 {
 		t.Fatalf("scores with warm stale: %v, %v", s, err)
 	}
+}
+
+// telemetryNodes gives c the fixture the TAS tests share: the TASPolicy CRD from yamlfiles/ and
+// policies (once the kind is served), a custom metrics API server behind the aggregation layer
+// serving node_cpu hot 95, warm 60, cool 20, and those three nodes, hot labelled e2e/pin=hot so
+// that a pod can be pinned to it. It returns the metrics server, whose values a test may change.
+func telemetryNodes(t *testing.T, c *harness.Cluster, policies string) *harness.CustomMetrics {
+	t.Helper()
+	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
+	applyWhenServed(t, c, policies)
+	cm := c.StartCustomMetrics(t)
+	for n, v := range map[string]float64{"hot": 95, "warm": 60, "cool": 20} {
+		cm.Set("node_cpu", n, v)
+	}
+	c.CreateNodes(t,
+		harness.NodeSpec{Name: "hot", Labels: map[string]string{"e2e/pin": "hot"}},
+		harness.NodeSpec{Name: "warm"},
+		harness.NodeSpec{Name: "cool"},
+	)
+	return cm
 }
 
 // applyWhenServed applies data once the API server serves the TASPolicy kind (a CRD just
