@@ -2,8 +2,9 @@
 // scheduler framework plugins: every filter function of every agent (agents.All) is a Filter
 // plugin and every prioritize function a Score plugin, named as the function its agent's
 // framework.Registration names (docs/plugin-mode.md has the table). Profiles enable them
-// like any plugin and configure them through pluginConfig args (see docs/plugin-mode.md). Every
-// flag, and --version, is kube-scheduler's.
+// like any plugin and configure them through pluginConfig args (see docs/plugin-mode.md); the
+// plugin agents (adapter.CombinedName) runs several of them in one pass. Every flag, and
+// --version, is kube-scheduler's.
 //
 // Beside them, package gangplugin adds pod-group (PreFilter, PostFilter, Reserve, Permit: gang
 // scheduling), the same under scheduler-plugins' name Coscheduling (with its QueueSort), and
@@ -55,7 +56,7 @@ func main() {
 		os.Exit(2)
 	}
 	var options []app.Option
-	for _, name := range plugins.Names() {
+	for _, name := range append(plugins.Names(), adapter.CombinedName) {
 		options = append(options, app.WithPlugin(name, logged(plugins.Factory(name))))
 	}
 	// The gang plugins (gang scheduling and the riya-scheduler's queue order) are not agent

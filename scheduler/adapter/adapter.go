@@ -109,6 +109,9 @@ func New(regs []framework.Registration) (*Adapter, error) {
 			a.specs[name] = s
 			return nil
 		}
+		if slices.Contains(r.Filters, CombinedName) || slices.ContainsFunc(r.Prioritizers, func(p framework.Weighted) bool { return p.Name == CombinedName }) {
+			return nil, fmt.Errorf("agent %s offers a function named %s, the name of the plugin that combines functions", r.Name, CombinedName)
+		}
 		for _, f := range r.Filters {
 			if err := add(f, true); err != nil {
 				return nil, err
@@ -133,7 +136,8 @@ func kind(filter bool) string {
 	return "prioritize"
 }
 
-// Names returns the plugin names, sorted.
+// Names returns the names of the agent functions' plugins, sorted (CombinedName, the plugin
+// that runs several of them, is not among them).
 func (a *Adapter) Names() []string {
 	names := make([]string, 0, len(a.specs))
 	for n := range a.specs {
@@ -149,10 +153,10 @@ func (a *Adapter) Describe(name string) (agent string, filter, score bool) {
 	return s.agent, s.filter, s.prioritizer
 }
 
-// Registry returns every plugin's factory, for frameworkruntime.NewFramework or
-// app.WithPlugin.
+// Registry returns every plugin's factory (the functions' and CombinedName's), for
+// frameworkruntime.NewFramework or app.WithPlugin.
 func (a *Adapter) Registry() frameworkruntime.Registry {
-	r := frameworkruntime.Registry{}
+	r := frameworkruntime.Registry{CombinedName: a.Factory(CombinedName)}
 	for name := range a.specs {
 		r[name] = a.Factory(name)
 	}
@@ -168,12 +172,15 @@ func (a *Adapter) Registry() frameworkruntime.Registry {
 // plugins carries args runs with its defaults. The agent is built by the first of its plugins the
 // scheduler creates, and built again, once, if a later one brings the args.
 func (a *Adapter) Factory(name string) frameworkruntime.PluginFactory {
+	if name == CombinedName {
+		return a.newCombined
+	}
 	s, ok := a.specs[name]
 	return func(ctx context.Context, args runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
 		if !ok {
 			return nil, fmt.Errorf("no agent offers a function named %s", name)
 		}
-		fns, err := a.configure(ctx, name, s.agent, args, fh)
+		fns, err := a.configure(ctx, name, name, s.agent, args, fh)
 		if err != nil {
 			return nil, err
 		}
@@ -198,8 +205,9 @@ type agentSlot struct {
 	// config is that configuration in JSON, to compare other plugins' args with.
 	argsFrom string
 	config   []byte
-	// fns are the functions of the agent's plugins, by plugin name; each plugin holds its entry,
-	// which a rebuild updates in place (before the scheduler starts).
+	// fns are the functions of the agent's plugins, by function name (the plugin's, or one of
+	// the combined plugin's); each plugin holds its entry, which a rebuild updates in place
+	// (before the scheduler starts).
 	fns map[string]*funcs
 }
 
@@ -223,9 +231,9 @@ type funcs struct {
 	explainer framework.Explainer
 }
 
-// configure returns the functions of plugin name of agent, in fh's profile, building or
-// rebuilding the agent as its args require.
-func (a *Adapter) configure(ctx context.Context, name, agent string, args runtime.Object, fh fwk.Handle) (*funcs, error) {
+// configure returns the function fn of agent, for plugin name (fn itself, or CombinedName), in
+// fh's profile, building or rebuilding the agent as the plugin's args for it require.
+func (a *Adapter) configure(ctx context.Context, name, fn, agent string, args runtime.Object, fh fwk.Handle) (*funcs, error) {
 	reg := a.regs[agent]
 	cfg, given, err := decodeArgs(reg, args)
 	if err != nil {
@@ -250,10 +258,10 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 		slot = &agentSlot{fns: map[string]*funcs{}}
 		slots[agent] = slot
 	}
-	fns := slot.fns[name]
+	fns := slot.fns[fn]
 	if fns == nil {
 		fns = &funcs{}
-		slot.fns[name] = fns
+		slot.fns[fn] = fns
 	}
 	log := klog.FromContext(ctx).WithValues("agent", agent)
 	switch {
@@ -274,7 +282,7 @@ func (a *Adapter) configure(ctx context.Context, name, agent string, args runtim
 			return nil, fmt.Errorf("plugin %s (agent %s) with the agent's default configuration: %w", name, agent, err)
 		}
 	}
-	if err := slot.bind(name, fns); err != nil {
+	if err := slot.bind(fn, fns); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", name, err)
 	}
 	return fns, nil

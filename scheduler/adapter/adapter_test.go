@@ -67,7 +67,7 @@ func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*cor
 	ours := func(set config.PluginSet) config.PluginSet {
 		var out config.PluginSet
 		for _, p := range set.Enabled {
-			if slices.Contains(a.Names(), p.Name) {
+			if slices.Contains(a.Names(), p.Name) || p.Name == adapter.CombinedName {
 				out.Enabled = append(out.Enabled, p)
 			}
 		}

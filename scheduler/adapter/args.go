@@ -26,25 +26,12 @@ import (
 // constructor (Validate), whose errors describe renders.
 func decodeArgs(reg framework.Registration, args runtime.Object) (cfg framework.Config, given bool, err error) {
 	cfg = reg.NewConfig()
-	if args == nil {
-		return cfg, false, nil
+	raw, err := argsJSON(args)
+	if err != nil {
+		return nil, false, err
 	}
-	u, ok := args.(*runtime.Unknown)
-	if !ok {
-		return nil, false, fmt.Errorf("want args of type runtime.Unknown, got %T", args)
-	}
-	raw := bytes.TrimSpace(u.Raw)
 	if len(raw) == 0 {
 		return cfg, false, nil
-	}
-	switch u.ContentType {
-	case runtime.ContentTypeJSON, "":
-	case runtime.ContentTypeYAML:
-		if raw, err = yaml.YAMLToJSON(raw); err != nil {
-			return nil, false, err
-		}
-	default:
-		return nil, false, fmt.Errorf("content type %s is not supported", u.ContentType)
 	}
 	strict, err := sigsjson.UnmarshalStrict(raw, cfg, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
@@ -69,6 +56,30 @@ func decodeArgs(reg framework.Registration, args runtime.Object) (cfg framework.
 		}
 	}
 	return cfg, true, nil
+}
+
+// argsJSON returns a plugin's pluginConfig args as JSON, nil when there are none (nil, or no
+// raw bytes).
+func argsJSON(args runtime.Object) ([]byte, error) {
+	if args == nil {
+		return nil, nil
+	}
+	u, ok := args.(*runtime.Unknown)
+	if !ok {
+		return nil, fmt.Errorf("want args of type runtime.Unknown, got %T", args)
+	}
+	raw := bytes.TrimSpace(u.Raw)
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	switch u.ContentType {
+	case runtime.ContentTypeJSON, "":
+		return raw, nil
+	case runtime.ContentTypeYAML:
+		return yaml.YAMLToJSON(raw)
+	default:
+		return nil, fmt.Errorf("content type %s is not supported", u.ContentType)
+	}
 }
 
 // describe returns Validate's error (as the agent's constructor returns it, wrapped or not) with

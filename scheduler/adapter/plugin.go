@@ -98,24 +98,34 @@ func (p *filterScorePlugin) Name() string { return p.filterPlugin.name }
 // percentageOfNodesToScore) are not judged.
 func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	list, _ := p.adapter.nodeList(nodes)
-	size, filter := judgeChunk, p.fns.filter
-	switch {
-	case p.fns.forList != nil: // a whole-list filter that judges chunk by chunk once it has seen the list
-		f, err := p.fns.forList(ctx, pod, list.views)
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
-		}
-		filter = f
-	case p.fns.wholeList:
-		size = len(list.views)
-	}
-	vs := newVerdicts(list, size, filter)
-	if d := p.adapter.decisions; d != nil {
-		vs.explain = decisions.ExplainerOf(p.fns.explainer, p.name, "filter")
-		vs.entry = d.log.Add(decisions.Decision{Time: time.Now(), Pod: decisions.PodKey(pod), Agent: p.fns.agent, Function: p.name, Verb: "filter", Judged: vs})
+	vs, err := p.adapter.prepareVerdicts(ctx, pod, list, p.name, p.fns)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
 	}
 	state.Write(p.key, vs)
 	return nil, nil
+}
+
+// prepareVerdicts returns the cycle's verdicts of fns' filter (function name) over list, none
+// judged yet, and keeps their decision when the adapter keeps decisions.
+func (a *Adapter) prepareVerdicts(ctx context.Context, pod *corev1.Pod, list *nodeList, name string, fns *funcs) (*verdicts, error) {
+	size, filter := judgeChunk, fns.filter
+	switch {
+	case fns.forList != nil: // a whole-list filter that judges chunk by chunk once it has seen the list
+		f, err := fns.forList(ctx, pod, list.views)
+		if err != nil {
+			return nil, fmt.Errorf("filter failed: %w", err)
+		}
+		filter = f
+	case fns.wholeList:
+		size = len(list.views)
+	}
+	vs := newVerdicts(list, size, filter)
+	if d := a.decisions; d != nil {
+		vs.explain = decisions.ExplainerOf(fns.explainer, name, "filter")
+		vs.entry = d.log.Add(decisions.Decision{Time: time.Now(), Pod: decisions.PodKey(pod), Agent: fns.agent, Function: name, Verb: "filter", Judged: vs})
+	}
+	return vs, nil
 }
 
 // PreFilterExtensions implements fwk.PreFilterPlugin: the verdicts do not depend on the pods
@@ -129,19 +139,38 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
+	var vs *verdicts
+	if data, err := state.Read(p.key); err == nil {
+		vs = data.(*verdicts)
+	}
+	v, err := p.adapter.verdictOf(ctx, pod, p.fns, vs, node, -1)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+	}
+	return rejection(v, "")
+}
+
+// verdictOf returns the verdict of fns' filter on node: from vs, PreFilter's verdicts, when the
+// node is in their list (at position i when i >= 0, else looked up), or else (not enabled at
+// preFilter, or a node outside PreFilter's list) by calling the filter for the node alone.
+func (a *Adapter) verdictOf(ctx context.Context, pod *corev1.Pod, fns *funcs, vs *verdicts, node *corev1.Node, i int) (framework.Verdict, error) {
 	var v framework.Verdict
 	var err error
 	judged := false
-	if data, rerr := state.Read(p.key); rerr == nil {
-		vs := data.(*verdicts)
-		if i, ok := vs.list.pos[node.Name]; ok && vs.list.src[i] == node {
-			v, err = vs.verdict(ctx, pod, int(i))
+	if vs != nil {
+		if i < 0 {
+			if j, ok := vs.list.pos[node.Name]; ok {
+				i = int(j)
+			}
+		}
+		if i >= 0 && i < len(vs.list.src) && vs.list.src[i] == node {
+			v, err = vs.verdict(ctx, pod, i)
 			judged = true
 		}
 	}
-	if !judged { // not enabled at preFilter, or a node outside PreFilter's list: judge it alone
+	if !judged {
 		var out []framework.Verdict
-		out, err = p.fns.filter(ctx, pod, []*corev1.Node{p.adapter.view(node)})
+		out, err = fns.filter(ctx, pod, []*corev1.Node{a.view(node)})
 		if err == nil && len(out) != 1 {
 			err = fmt.Errorf("returned %d verdicts for 1 node", len(out))
 		}
@@ -150,18 +179,24 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 		}
 	}
 	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("filter failed: %w", err))
+		return framework.Verdict{}, err
 	}
-	if !p.fns.ran.Load() { // Filter runs for every node on the scheduler's parallel workers: store once
-		p.fns.ran.Store(true)
+	if !fns.ran.Load() { // Filter runs for every node on the scheduler's parallel workers: store once
+		fns.ran.Store(true)
 	}
+	return v, nil
+}
+
+// rejection returns the status of verdict v: nil when it passes, else Unschedulable (or
+// UnschedulableAndUnresolvable) with its reason, after prefix.
+func rejection(v framework.Verdict, prefix string) *fwk.Status {
 	switch {
 	case v.Passes():
 		return nil
 	case v.Unresolvable:
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Reason)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, prefix+v.Reason)
 	default:
-		return fwk.NewStatus(fwk.Unschedulable, v.Reason)
+		return fwk.NewStatus(fwk.Unschedulable, prefix+v.Reason)
 	}
 }
 
@@ -169,37 +204,51 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 // node in one call. When it fails, the plugin's Score is skipped for this pod (as kube-scheduler
 // ignores a failing extender prioritizer) and the error is logged.
 func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	views, status := p.feasibleViews(state, nodes)
+	views, status := p.adapter.feasibleViews(state, nodes)
 	if status != nil {
 		return status
 	}
-	list, err := p.fns.prioritize(ctx, pod, views)
-	if err == nil && len(list) != len(views) {
-		err = fmt.Errorf("returned %d scores for %d nodes", len(list), len(views))
-	}
+	list, err := p.adapter.prioritize(ctx, pod, views, p.name, p.fns)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", p.name, "pod", klog.KObj(pod))
 		return fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(p.key, newScores(p.adapter.lastList(), views, func(i int) int64 {
 		return min(max(list[i], 0), framework.MaxScore) * scoreScale
 	}))
-	p.fns.ran.Store(true)
-	if d := p.adapter.decisions; d != nil {
-		p.keepScores(ctx, d, pod, views, list)
-	}
 	return nil
 }
 
-// keepScores keeps a decision of the prioritizer: the agent's scores of views (shown clamped to
-// 0..10), and what it saw of each.
-func (p *scorePlugin) keepScores(ctx context.Context, d *Decisions, pod *corev1.Pod, views []*corev1.Node, list []int64) {
-	x := decisions.Decision{Time: time.Now(), Pod: decisions.PodKey(pod), Agent: p.fns.agent, Function: p.name, Verb: "prioritize",
+// prioritize calls fns' prioritize function (function name) with views and returns its scores
+// (as answered: not clamped), keeping the decision when the adapter keeps decisions. An error
+// (the function's, or a wrong number of scores) is logged and returned: the caller ignores the
+// function's scores for the pod, as kube-scheduler ignores a failing extender prioritizer.
+func (a *Adapter) prioritize(ctx context.Context, pod *corev1.Pod, views []*corev1.Node, name string, fns *funcs) ([]int64, error) {
+	list, err := fns.prioritize(ctx, pod, views)
+	if err == nil && len(list) != len(views) {
+		err = fmt.Errorf("returned %d scores for %d nodes", len(list), len(views))
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", name, "pod", klog.KObj(pod))
+		return nil, err
+	}
+	if !fns.ran.Load() {
+		fns.ran.Store(true)
+	}
+	if d := a.decisions; d != nil {
+		keepScores(ctx, d, pod, views, list, name, fns)
+	}
+	return list, nil
+}
+
+// keepScores keeps a decision of the prioritizer fns (function name): the agent's scores of views
+// (shown clamped to 0..10), and what it saw of each.
+func keepScores(ctx context.Context, d *Decisions, pod *corev1.Pod, views []*corev1.Node, list []int64, name string, fns *funcs) {
+	x := decisions.Decision{Time: time.Now(), Pod: decisions.PodKey(pod), Agent: fns.agent, Function: name, Verb: "prioritize",
 		Names: make([]string, len(views)), Scores: list}
 	for i, n := range views {
 		x.Names[i] = n.Name
 	}
-	x.Inputs = decisions.ExplainerOf(p.fns.explainer, p.name, "prioritize").Inputs(ctx, pod, views)
+	x.Inputs = decisions.ExplainerOf(fns.explainer, name, "prioritize").Inputs(ctx, pod, views)
 	d.log.Add(x)
 }
 
@@ -218,14 +267,14 @@ type feasibleViews struct {
 func (f *feasibleViews) Clone() fwk.StateData { return f }
 
 // feasibleViews returns the views of nodes, computed once per cycle for all score plugins.
-func (p *scorePlugin) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) ([]*corev1.Node, *fwk.Status) {
+func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) ([]*corev1.Node, *fwk.Status) {
 	if data, err := state.Read(feasibleKey); err == nil {
 		if f := data.(*feasibleViews); len(f.views) == len(nodes) && len(nodes) > 0 && f.first == nodes[0] {
 			return slices.Clone(f.views), nil
 		}
 	}
 	views := make([]*corev1.Node, len(nodes))
-	list := p.adapter.lastList() // the feasible nodes are usually in it: their views are there
+	list := a.lastList() // the feasible nodes are usually in it: their views are there
 	for i, n := range nodes {
 		node := n.Node()
 		if node == nil {
@@ -237,7 +286,7 @@ func (p *scorePlugin) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) 
 				continue
 			}
 		}
-		views[i] = p.adapter.view(node)
+		views[i] = a.view(node)
 	}
 	if len(nodes) > 0 {
 		state.Write(feasibleKey, &feasibleViews{first: nodes[0], views: views})
