@@ -156,9 +156,10 @@ func TestSeriesExist(t *testing.T) {
 }
 
 // The plugin-mode alert names exactly the plugins of this project: every agent function
-// (plugin mode names a plugin after its function) and the gang plugins.
+// (plugin mode names a plugin after its function), agents (the plugin that runs several of them,
+// scheduler/adapter's CombinedName) and the gang plugins.
 func TestPluginAlertNamesEveryPlugin(t *testing.T) {
-	want := []string{"pod-group", "group-priority"}
+	want := []string{"agents", "pod-group", "group-priority"}
 	for _, r := range agents.All {
 		want = append(want, r.Filters...)
 		for _, p := range r.Prioritizers {

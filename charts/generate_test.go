@@ -207,7 +207,7 @@ func schema(ag map[string]chartAgent) map[string]any {
 			"agents": obj(agentProps),
 			"tls":    obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "serverSecret": str("Secret with the extenders' serving tls.crt, tls.key and the client CA ca.crt"), "clientSecret": str("Secret with the scheduler's client tls.crt, tls.key and the extenders' CA ca.crt (mutual TLS)"), "allowedClients": str("TLS_ALLOWED_CLIENTS"), "minVersion": map[string]any{"type": "string", "enum": []string{"", "1.2", "1.3"}, "description": "TLS_MIN_VERSION (empty: the extender's default)"}}),
 			"combined": obj(map[string]any{
-				"enabled":   map[string]any{"type": "boolean", "description": "extender mode: one sidecar serves every enabled agent and the scheduler calls priorities/combined"},
+				"enabled":   map[string]any{"type": "boolean", "description": "extender mode: one sidecar serves every enabled agent and the scheduler calls priorities/combined; plugin mode: the agents plugin runs every enabled agent's functions in one pass"},
 				"image":     str("the sidecar's image; default kube-sched-ext-all:<chart appVersion>"),
 				"resources": k8s("the sidecar's resources"),
 			}),
@@ -288,7 +288,8 @@ func values(t *testing.T) []byte {
 var alertPlugins = regexp.MustCompile(`plugin=~"[^"]*"`)
 
 // alertRules returns alerts.rules.yaml with its plugin matcher naming every plugin of ag (in
-// call order) and the pod-group plugins of scheduler/gangplugin.
+// call order), the agents plugin (scheduler/adapter) and the pod-group plugins of
+// scheduler/gangplugin.
 func alertRules(t *testing.T, ag map[string]chartAgent) []byte {
 	t.Helper()
 	path := filepath.Join(files, "alerts.rules.yaml")
@@ -311,7 +312,8 @@ func alertRules(t *testing.T, ag map[string]chartAgent) []byte {
 			names = append(names, p.Name)
 		}
 	}
-	names = append(names, "pod-group", "group-priority")
+	// agents: scheduler/adapter's CombinedName, the plugin that runs several agent functions.
+	names = append(names, "agents", "pod-group", "group-priority")
 	var uniq []string
 	for _, n := range names {
 		if !slices.Contains(uniq, n) {

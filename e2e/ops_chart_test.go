@@ -218,6 +218,7 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["extender/template without cluster access"] = []string{"agents.safe.enabled=false", "agents.template.enabled=true", "agents.template.nodeCacheCapable=false", "agents.template.clusterAccess=none"}
 	cases["plugin/gang+quorum profile"] = []string{"mode=plugin", "agents.gang.enabled=true", "plugin.quorumProfile=quorum-scheduler", "plugin.podGroupArgs.podGroupRejectPercentage=10"}
 	cases["plugin/decisions kept"] = []string{"mode=plugin", "plugin.decisionsKept=500"}
+	cases["plugin/all combined"] = append([]string{"mode=plugin", "combined.enabled=true"}, all...)
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
 		out, err := render(t, sets...)
@@ -305,7 +306,6 @@ func TestChartRefusesNonsense(t *testing.T) {
 		{[]string{"mode=plugin", "agents.safe.image=x"}, "agents.safe.image is extender mode only"},
 		{[]string{"mode=plugin", "agents.reward.enabled=true", "agents.reward.settings.bind=true"}, "agents.reward.settings.bind is extender mode only"},
 		{[]string{"mode=plugin", "agents.gang.enabled=true", "agents.gang.settings.cacheWait=2s"}, "agents.gang.settings are extender mode only"},
-		{[]string{"mode=plugin", "combined.enabled=true"}, "combined is extender mode only"},
 		{[]string{"mode=plugin", "agents.safe.nodeCacheCapable=false"}, "agents.safe.nodeCacheCapable and agents.safe.clusterAccess are extender mode only"},
 		{[]string{"plugin.quorumProfile=q"}, "plugin.quorumProfile is plugin mode only"},
 		{[]string{"plugin.decisionsKept=10"}, "plugin.decisionsKept is plugin mode only"},

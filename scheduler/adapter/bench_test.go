@@ -3,6 +3,7 @@ package adapter_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // process: PreFilter, the framework's Filter node by node (sequentially here) from where the
 // last pod stopped until the scheduler's number of feasible nodes to find is reached (as
 // kube-scheduler does with percentageOfNodesToScore unset), then PreScore and Score on those, for the plugin sets of bench-e2e's
-// plugins modes. Realistic nodes (fixtures) carrying usage statistics as an annotator writes
+// plugins modes (and the first's functions in the one plugin agents). Realistic nodes (fixtures) carrying usage statistics as an annotator writes
 // them (fixtures.UsageStatistics) and congestion, 8 pods bound on each (for pigeon's
 // allocation). The +decisions set keeps the last 1000 decisions, with what each agent saw
 // (kube-safe-scheduler's DECISIONS_KEPT): their cost.
@@ -47,13 +48,19 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 			{"safe-overload+congestion", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n", false},
 			{"safe-overload+congestion+decisions", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n", true},
 			{"safe-overload+congestion+pigeon-holing", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n  - name: pigeon-holing\n", false},
+			// The same functions in one plugin, agents (weights 1 each, the plugin's their sum).
+			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n", false},
 		} {
 			b.Run(fmt.Sprintf("%s/nodes=%d", set.name, n), func(b *testing.B) {
 				a := newAdapter(b, agents.All...)
 				if set.decisions {
 					a.KeepDecisions(1000)
 				}
-				fw, snap, err := newFramework(b, a, profileYAML(set.plugins, ""), nodes, pods)
+				args := ""
+				if strings.HasPrefix(set.name, "agents(") {
+					args = "- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"
+				}
+				fw, snap, err := newFramework(b, a, profileYAML(set.plugins, args), nodes, pods)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -79,9 +79,6 @@ has already rejected unknown keys and wrong types; these are the combinations it
 {{- fail "plugin.quorumProfile is plugin mode only (the gang plugin): set mode: plugin, or enable agents.gang in extender mode" -}}
 {{- end -}}
 {{- if eq .Values.mode "plugin" -}}
-{{- if .Values.combined.enabled -}}
-{{- fail "combined is extender mode only (one sidecar for several agents); plugin mode has no sidecar: unset combined.enabled or use mode: extender" -}}
-{{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- fail "tls is extender mode only (it secures the scheduler's calls to the sidecars); plugin mode has no extender: unset tls.enabled or use mode: extender" -}}
 {{- end -}}

@@ -12,6 +12,8 @@
 //	plugins: no extender: kube-safe-scheduler (scheduler/) running safe-overload (filter and
 //	         score) and congestion as framework plugins, with the names mode's weights
 //	plugins-pigeon: plugins + pigeon-holing
+//	plugins-agents: plugins' functions and weights in one plugin, agents (scheduler/adapter)
+//	plugins-agents-pigeon: plugins-agents + pigeon-holing
 //
 // For each node count it creates the nodes once, starts the extenders once (one process each,
 // as sidecars run), then for each mode pre-creates the pods, starts a scheduler with that
@@ -162,6 +164,9 @@ var modes = []mode{
 	// Plugin mode: the same agents and weights as names and pigeon, compiled into the scheduler.
 	{"plugins", "kube-safe-scheduler: safe-overload filter+score, congestion score", noExtenders, pluginsSafeCongestion},
 	{"plugins-pigeon", "plugins + pigeon-holing", noExtenders, pluginsSafeCongestion + "      - name: pigeon-holing\n        weight: 1\n"},
+	// The same functions and weights in one plugin, agents (one Filter and one Score per node).
+	{"plugins-agents", "kube-safe-scheduler: agents plugin running safe-overload and congestion", noExtenders, pluginsAgents()},
+	{"plugins-agents-pigeon", "plugins-agents + pigeon-holing", noExtenders, pluginsAgents("pigeon-holing")},
 }
 
 func noExtenders(ports) string { return "" }
@@ -176,10 +181,21 @@ const pluginsSafeCongestion = `  plugins:
         weight: 1
 `
 
+// pluginsAgents enables the agents plugin with the plugins mode's functions and weights (1 each;
+// the plugin's weight is their sum), and more, weight 1 each.
+func pluginsAgents(more ...string) string {
+	fns := append([]string{"safe-overload", "congestion"}, more...)
+	out := fmt.Sprintf("  plugins:\n    multiPoint:\n      enabled:\n      - name: agents\n        weight: %d\n  pluginConfig:\n  - name: agents\n    args:\n      functions:\n", len(fns))
+	for _, f := range fns {
+		out += "      - name: " + f + "\n        weight: 1\n"
+	}
+	return out
+}
+
 func main() {
 	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
 	pods := flag.Int("pods", 1000, "pods scheduled per mode")
-	only := flag.String("modes", "alone,floor,names,full,pigeon,combined,plugins,plugins-pigeon", "comma-separated modes to run")
+	only := flag.String("modes", "alone,floor,names,full,pigeon,combined,plugins,plugins-pigeon,plugins-agents,plugins-agents-pigeon", "comma-separated modes to run")
 	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
 	rounds := flag.Int("rounds", 1, "run the selected modes this many times, interleaved (a, b, a, b), so that a shared "+
 		"machine's drift spreads over every mode; with more than one, medians follow the table")
