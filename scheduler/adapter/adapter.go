@@ -3,6 +3,10 @@
 // plugin (with PreScore), named as the function; a name that is both (safe-overload) is one
 // plugin with both extension points.
 //
+// Beside them, the plugin agents (CombinedName, combined.go) runs several agent functions of a
+// profile, listed in its args with their weights, in one framework plugin: one Filter and one
+// Score per node, so that kube-scheduler's per-plugin work is paid once.
+//
 // Each scheduler profile gets one instance of each agent whose plugins it enables, shared by
 // all of that agent's plugins and configured once, from the pluginConfig args of whichever of
 // its plugins carries them (see Adapter.Factory).

@@ -12,6 +12,7 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 )
@@ -290,5 +291,15 @@ func TestCombinedSigns(t *testing.T) {
 				t.Fatalf("signatures a %s, b %s, c %s: want a = b (only the names differ), c different (another request)", a, b, c)
 			}
 		})
+	}
+}
+
+// TestNoFunctionNamedAgents: an agent function named agents would collide with the plugin.
+func TestNoFunctionNamedAgents(t *testing.T) {
+	offer := framework.Offer{Prioritizers: []framework.Weighted{{Name: adapter.CombinedName, Weight: 1}}}
+	clash := framework.Register("clash", defaultTestConfig, newTestAgent, offer)
+	_, err := adapter.New([]framework.Registration{clash})
+	if err == nil || !strings.Contains(err.Error(), "agent clash offers a function named agents, the name of the plugin that combines functions") {
+		t.Fatalf("error %v, want one naming the clash", err)
 	}
 }
