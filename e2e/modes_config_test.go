@@ -106,6 +106,47 @@ var modeDifferences = map[string]string{
 	"preemption": "",
 }
 
+// expandAgents returns c with its first profile's agents plugin (scheduler/adapter's
+// CombinedName) replaced by the functions its args list, with their weights, as the separate
+// plugins they stand for; the agents plugin's own weight must be the sum of theirs.
+func expandAgents(t *testing.T, c renderedConfig) renderedConfig {
+	t.Helper()
+	p := &c.Profiles[0]
+	var functions []any
+	for _, pc := range p.PluginConfig {
+		if pc.Name == "agents" {
+			functions, _ = pc.Args["functions"].([]any)
+		}
+	}
+	enabled := p.Plugins.MultiPoint.Enabled[:0:0]
+	found := false
+	for _, e := range p.Plugins.MultiPoint.Enabled {
+		if e.Name != "agents" {
+			enabled = append(enabled, e)
+			continue
+		}
+		found = true
+		var sum int64
+		for _, f := range functions {
+			f := f.(map[string]any)
+			w, _ := f["weight"].(float64)
+			sum += int64(w)
+			enabled = append(enabled, struct {
+				Name   string `json:"name"`
+				Weight int64  `json:"weight"`
+			}{f["name"].(string), int64(w)})
+		}
+		if e.Weight != max(sum, 1) {
+			t.Errorf("the agents plugin's weight %d, its functions' weights sum to %d", e.Weight, sum)
+		}
+	}
+	if !found || len(functions) == 0 {
+		t.Fatalf("combined.enabled in plugin mode renders no agents plugin with functions: %+v", p)
+	}
+	p.Plugins.MultiPoint.Enabled = enabled
+	return c
+}
+
 // compareModes checks that plugin mode's profile does what the extenders list makes the
 // scheduler do.
 func compareModes(t *testing.T, ext, plug renderedConfig) {
@@ -257,7 +298,8 @@ func asList(v any) []any {
 }
 
 // TestModesConfigureTheSame renders each set of values in extender mode (separate sidecars and
-// one combined sidecar) and in plugin mode, and compares them (compareModes). Not by design and
+// one combined sidecar) and in plugin mode (separate plugins, and the agents plugin of
+// combined.enabled read as the plugins it runs), and compares them (compareModes). Not by design and
 // not checked: nodeCacheCapable and clusterAccess (plugin mode reads the scheduler's snapshot;
 // the chart refuses them in plugin mode), httpTimeout and TLS (no HTTP call).
 func TestModesConfigureTheSame(t *testing.T) {
@@ -286,10 +328,13 @@ func TestModesConfigureTheSame(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			plug := renderConfig(t, append(tc.sets, "mode=plugin")...)
+			// combined.enabled in plugin mode: the agents plugin, read as the plugins it runs.
+			plugAgents := expandAgents(t, renderConfig(t, append(tc.sets, "mode=plugin", "combined.enabled=true")...))
 			for _, combined := range []bool{false, true} {
 				t.Run(fmt.Sprintf("combined=%v", combined), func(t *testing.T) {
 					ext := renderConfig(t, append(tc.sets, "mode=extender", fmt.Sprintf("combined.enabled=%v", combined))...)
 					compareModes(t, ext, plug)
+					compareModes(t, ext, plugAgents)
 				})
 			}
 		})
