@@ -50,6 +50,7 @@ func main() {
 	usage := flag.String("usage", UsageTrace, "pods' true usage: trace (Google 2011 task ratios, PlanetLab daily shapes; docs/quality.md) or synthetic (the lab's own model)")
 	cpuScale := flag.Float64("trace-cpu-scale", DefaultCPUScale, "-usage trace: factor on every task's cpu usage/request ratio")
 	traceDir := flag.String("traces", "", "-usage trace: folder of the trace fixtures (default: <repo>/e2e/testdata/traces)")
+	ownerObjects := flag.Bool("owner-objects", false, "create each service workload's ReplicaSet (no replicas), so that kube-scheduler's default spreading sees a pod's siblings as in a cluster; without it pods carry only the owner reference")
 	estimate := flag.Bool("estimate", false, "print how well requests and workload history predict the pods' usage for -workloads and -seeds, and run nothing")
 	flag.Parse()
 
@@ -121,7 +122,7 @@ func main() {
 		Duration: time.Duration(*minutes * float64(time.Minute)),
 		Warmup:   time.Duration(*warmup * float64(time.Minute)),
 		MeanRun:  time.Duration(*meanRun * float64(time.Minute)),
-		Speed:    *speed, Model: DefaultModel, Progress: os.Stderr,
+		Speed:    *speed, Model: DefaultModel, Progress: os.Stderr, OwnerObjects: *ownerObjects,
 	}
 	switch *usage {
 	case UsageSynthetic:

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +41,12 @@ type RunConfig struct {
 	Progress io.Writer
 	// AnnotatorBin and PrometheusBin are the node annotator and Prometheus executables.
 	AnnotatorBin, PrometheusBin string
+	// OwnerObjects creates the ReplicaSet that owns each service workload's pods (with the
+	// workload's selector and no replicas: no controller-manager runs), as a cluster has them,
+	// so that kube-scheduler's default spreading (PodTopologySpread's system defaults, which
+	// find a pod's ReplicaSets by selector) sees the pod's siblings. Without it the owner is
+	// only a reference, and the default spreading finds none.
+	OwnerObjects bool
 }
 
 // Point is one moment of a run's time series.
@@ -304,10 +311,10 @@ func (tr *tracker) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 const workloadLabel = "app.kubernetes.io/name"
 
 // ownerRefs is a pod's owner reference: a ReplicaSet (apps/v1) or a Job (batch/v1) named after
-// its workload, as the controller's pods carry it. The lab runs no controller-manager: the
-// owner object does not exist (its UID is derived from its name), so nothing creates, deletes
-// or garbage-collects the pods but the lab, and kube-scheduler's default spreading, which
-// reads the owner's selector, finds none (as for bare pods).
+// its workload, as the controller's pods carry it. The lab runs no controller-manager: nothing
+// creates, deletes or garbage-collects the pods but the lab. The owner object exists only with
+// RunConfig.OwnerObjects (a ReplicaSet with no replicas); the reference's UID is derived from
+// its name either way.
 func ownerRefs(p *PodPlan) []metav1.OwnerReference {
 	if p.Workload == "" {
 		return nil
@@ -319,6 +326,31 @@ func ownerRefs(p *PodPlan) []metav1.OwnerReference {
 	yes := true
 	return []metav1.OwnerReference{{APIVersion: api, Kind: p.OwnerKind, Name: name, Controller: &yes,
 		UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", uint64(fnv32(p.OwnerKind+"/"+name))))}}
+}
+
+// createOwners creates the ReplicaSet of every service workload of w (RunConfig.OwnerObjects).
+func createOwners(t harness.T, c *harness.Cluster, w Workload) {
+	t.Helper()
+	made := map[string]bool{}
+	for i := range w.Pods {
+		p := &w.Pods[i]
+		if p.OwnerKind != "ReplicaSet" || made[p.Workload] {
+			continue
+		}
+		made[p.Workload] = true
+		ref := ownerRefs(p)[0]
+		labels := map[string]string{workloadLabel: p.Workload}
+		zero := int32(0)
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: "default", Labels: labels},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "lab"}}}}},
+		}
+		if _, err := c.Client.AppsV1().ReplicaSets("default").Create(t.Context(), rs, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating the ReplicaSet of workload %s: %v", p.Workload, err)
+		}
+	}
 }
 
 func fnv32(s string) uint32 {
@@ -426,6 +458,10 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 			t.Fatalf("%s: %v", s.File, err)
 		}
 		c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
+	}
+
+	if rc.OwnerObjects {
+		createOwners(t, c, w)
 	}
 
 	// The replay: pods are created when the simulated clock reaches their arrival.
