@@ -220,7 +220,7 @@ func schema(ag map[string]chartAgent) map[string]any {
 				"quorumProfile": str("plugin mode: a second profile of this name with the gang plugin (quorum) in place of pod-group; empty: none"),
 				"decisionsKept": map[string]any{"type": "integer", "minimum": 0, "maximum": 100000, "description": "plugin mode: DECISIONS_KEPT, the plugins' last decisions kept for extender explain --scheduler (0: none)"},
 			}),
-			"nodeAnnotator":     obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "env": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "the annotator's settings, by environment variable (annotator/README.md)"}, "resources": k8s(""),
+			"nodeAnnotator": obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "env": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "the annotator's settings, by environment variable (annotator/README.md)"}, "resources": k8s(""),
 				"learner": obj(map[string]any{"enabled": map[string]any{"type": "boolean", "description": "run the usage learner (USAGE_LEARNER) and grant its RBAC"},
 					"namespace": str("namespace of the learner's ConfigMaps and Lease (USAGE_NAMESPACE; empty: the release's)"),
 					"object":    str("name of the learner's Lease and ConfigMaps <object>-0.. (USAGE_OBJECT)")})}),
