@@ -29,7 +29,7 @@ func webPod(name, cpu, memory string) *corev1.Pod {
 
 // learnedShards is what a writer stores after n samples of web pods (1 cpu, 1Gi) using ratio
 // times their request of each resource, one a minute.
-func learnedShards(t *testing.T, n int, ratio float64) []map[string]string {
+func learnedShards(t testing.TB, n int, ratio float64) []map[string]string {
 	t.Helper()
 	cfg := usage.DefaultConfig()
 	cfg.MinObservations, cfg.MinSpan = 5, time.Minute
@@ -45,7 +45,7 @@ func learnedShards(t *testing.T, n int, ratio float64) []map[string]string {
 }
 
 // follower is a learned estimator at percentile p that read shards.
-func followerOf(t *testing.T, p float64, shards []map[string]string) learnedEstimator {
+func followerOf(t testing.TB, p float64, shards []map[string]string) learnedEstimator {
 	t.Helper()
 	l, err := usage.NewFollower(p, 100)
 	if err != nil {
@@ -225,5 +225,21 @@ func TestLearnedFollowsTheStore(t *testing.T) {
 			t.Fatal("the store was not read")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkEstimate: a pod's estimate by its request and by its workload's learned usage.
+func BenchmarkEstimate(b *testing.B) {
+	pod := webPod("web-2", "2", "1Gi")
+	for _, tc := range []struct {
+		name string
+		est  Estimator
+	}{{"request", requestEstimator{}}, {"learned", followerOf(b, 0.9, learnedShards(b, 10, 2))}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tc.est.Estimate(pod)
+			}
+		})
 	}
 }
