@@ -169,7 +169,8 @@ func TestChartLint(t *testing.T) {
 	for _, a := range chartAgents(t) {
 		every = append(every, "--set", "agents."+a+".enabled=true")
 	}
-	cases := [][]string{nil, every, {"--set", "alerts.enabled=true,dashboard.enabled=true,nodeAnnotator.enabled=true,crds.podGroup=true,crds.tasPolicy=true"}}
+	cases := [][]string{nil, every, {"--set", "alerts.enabled=true,dashboard.enabled=true,nodeAnnotator.enabled=true,crds.podGroup=true,crds.tasPolicy=true"},
+		{"--set", "nodeAnnotator.enabled=true,nodeAnnotator.learner.enabled=true,agents.safe.settings.estimate=learned"}}
 	// and the values the shipped yamlfiles are rendered with
 	shipped, _ := filepath.Glob(filepath.Join(repoRoot(t), "charts", "yamlfiles", "*.values.yaml"))
 	for _, f := range shipped {
@@ -219,6 +220,9 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["plugin/gang+quorum profile"] = []string{"mode=plugin", "agents.gang.enabled=true", "plugin.quorumProfile=quorum-scheduler", "plugin.podGroupArgs.podGroupRejectPercentage=10"}
 	cases["plugin/decisions kept"] = []string{"mode=plugin", "plugin.decisionsKept=500"}
 	cases["plugin/all combined"] = append([]string{"mode=plugin", "combined.enabled=true"}, all...)
+	cases["extender/usage learner"] = []string{"nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true", "agents.safe.settings.estimate=learned"}
+	cases["plugin/usage learner elsewhere"] = []string{"mode=plugin", "nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true",
+		"nodeAnnotator.learner.namespace=default", "agents.safe.settings.estimate=learned", "agents.safe.settings.estimateNamespace=default"}
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
 		out, err := render(t, sets...)

@@ -23,11 +23,13 @@ type record struct {
 	First int64 `json:"first"`
 	Last  int64 `json:"last"`
 	// Peak and PrevPeak are bytes; PeakStart is Unix seconds.
-	Peak      float64     `json:"peak,omitempty"`
-	PrevPeak  float64     `json:"prevPeak,omitempty"`
-	PeakStart int64       `json:"peakStart,omitempty"`
-	CPU       *histRecord `json:"cpu,omitempty"`
-	Memory    *histRecord `json:"memory,omitempty"`
+	Peak      float64 `json:"peak,omitempty"`
+	PrevPeak  float64 `json:"prevPeak,omitempty"`
+	PeakStart int64   `json:"peakStart,omitempty"`
+	// PeakWindow is the writer's USAGE_PEAK_WINDOW in seconds, for the readers' memory floor.
+	PeakWindow int64       `json:"peakWindow,omitempty"`
+	CPU        *histRecord `json:"cpu,omitempty"`
+	Memory     *histRecord `json:"memory,omitempty"`
 }
 
 // recordEstimate is the workload's estimate when written: the percentile of usage/request per
@@ -137,8 +139,13 @@ func (l *Learner) recordLocked(st *state) record {
 	if !st.mem.empty() {
 		e.Memory = st.mem.percentile(l.cfg.Percentile)
 	}
+	window := l.cfg.PeakWindow
+	if st.peakWindow > 0 {
+		window = st.peakWindow
+	}
 	r := record{Estimate: e, N: st.n, First: st.first.Unix(), Last: st.last.Unix(), Peak: st.peak, PrevPeak: st.prevPeak,
-		CPU: encodeHist(&st.cpu, l.cfg.HalfLife), Memory: encodeHist(&st.mem, l.cfg.HalfLife)}
+		PeakWindow: int64(window / time.Second),
+		CPU:        encodeHist(&st.cpu, l.cfg.HalfLife), Memory: encodeHist(&st.mem, l.cfg.HalfLife)}
 	if !st.peakStart.IsZero() {
 		r.PeakStart = st.peakStart.Unix()
 	}
@@ -154,11 +161,12 @@ func (r record) state(key string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.N < 0 || r.Last < r.First || r.Peak < 0 || r.PrevPeak < 0 {
+	if r.N < 0 || r.Last < r.First || r.Peak < 0 || r.PrevPeak < 0 || r.PeakWindow < 0 {
 		return nil, fmt.Errorf("inconsistent counts or times (n %d, first %d, last %d)", r.N, r.First, r.Last)
 	}
-	st := &state{key: key, cpu: cpu, mem: mem, n: r.N, first: time.Unix(r.First, 0).UTC(), last: time.Unix(r.Last, 0).UTC(),
-		peak: r.Peak, prevPeak: r.PrevPeak}
+	wk, _ := workload.Parse(key)
+	st := &state{key: key, wk: wk, cpu: cpu, mem: mem, n: r.N, first: time.Unix(r.First, 0).UTC(), last: time.Unix(r.Last, 0).UTC(),
+		peak: r.Peak, prevPeak: r.PrevPeak, peakWindow: time.Duration(r.PeakWindow) * time.Second, trusted: r.Estimate.Trusted}
 	if r.PeakStart != 0 {
 		st.peakStart = time.Unix(r.PeakStart, 0).UTC()
 	}
@@ -241,12 +249,12 @@ func (l *Learner) Merge(data map[string]string, replace bool) (int, error) {
 	n := 0
 	l.mu.Lock()
 	for _, r := range states {
-		if old, ok := l.m[r.key]; ok {
+		if old, ok := l.m[r.st.wk]; ok {
 			if !replace && !old.last.Before(r.st.last) {
 				continue
 			}
 			l.lru.Remove(old.elem)
-			delete(l.m, r.key)
+			delete(l.m, r.st.wk)
 		}
 		if l.insertLocked(r.st) {
 			n++
@@ -269,7 +277,7 @@ func (l *Learner) insertLocked(st *state) bool {
 			return false
 		}
 		l.lru.Remove(old)
-		delete(l.m, old.Value.(*state).key)
+		delete(l.m, old.Value.(*state).wk)
 	}
 	e := l.lru.Front()
 	for e != nil && e.Value.(*state).last.After(st.last) {
@@ -280,7 +288,7 @@ func (l *Learner) insertLocked(st *state) bool {
 	} else {
 		st.elem = l.lru.InsertBefore(st, e)
 	}
-	l.m[st.key] = st
+	l.m[st.wk] = st
 	l.changes++
 	return true
 }

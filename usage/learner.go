@@ -78,6 +78,7 @@ type Estimate struct {
 // state is what the learner keeps of one workload.
 type state struct {
 	key      string
+	wk       workload.Key
 	cpu, mem histogram
 	// n counts the samples; first and last are the first and the latest sample's times.
 	n           int
@@ -86,7 +87,11 @@ type state struct {
 	// the previous window's.
 	peak, prevPeak float64
 	peakStart      time.Time
-	elem           *list.Element
+	// peakWindow is the writer's PeakWindow, for a follower (0: the learner's own).
+	peakWindow time.Duration
+	// trusted is the writer's verdict on the workload, for a follower.
+	trusted bool
+	elem    *list.Element
 }
 
 // Learner learns per-workload usage. It is safe for concurrent use.
@@ -95,8 +100,12 @@ type Learner struct {
 	owners workload.Owners
 	now    func() time.Time
 
+	// follower: the learner only reads what a writer stored (NewFollower); trust and the
+	// memory peak's window are the writer's.
+	follower bool
+
 	mu  sync.RWMutex
-	m   map[string]*state
+	m   map[workload.Key]*state
 	lru *list.List // of *state, most recently observed first
 	// changes counts the updates (the store writes when it moved).
 	changes uint64
@@ -107,7 +116,22 @@ func New(cfg Config, owners workload.Owners) (*Learner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid usage learner configuration: %w", err)
 	}
-	return &Learner{cfg: cfg, owners: owners, now: time.Now, m: map[string]*state{}, lru: list.New()}, nil
+	return &Learner{cfg: cfg, owners: owners, now: time.Now, m: map[workload.Key]*state{}, lru: list.New()}, nil
+}
+
+// NewFollower returns an empty learner that a reader fills with Follow: it estimates at its
+// own percentile (0 < p <= 1) from the histograms the writer stored, and takes from the writer
+// whether a workload is trusted (USAGE_MIN_OBSERVATIONS, USAGE_MIN_SPAN) and the window of the
+// memory floor (USAGE_PEAK_WINDOW). maxWorkloads bounds what it keeps.
+func NewFollower(percentile float64, maxWorkloads int) (*Learner, error) {
+	cfg := DefaultConfig()
+	cfg.Percentile, cfg.MaxWorkloads = percentile, maxWorkloads
+	l, err := New(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	l.follower = true
+	return l, nil
 }
 
 // Requests returns a pod's requested cpu in cores and memory in bytes (init containers and
@@ -128,7 +152,7 @@ func (l *Learner) Observe(pod *corev1.Pod, cpu, memory float64, at time.Time) wo
 	reqCPU, reqMem := Requests(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.getLocked(k.String())
+	st := l.getLocked(k)
 	if reqCPU > 0 {
 		st.cpu.add(cpu/reqCPU, at, l.cfg.HalfLife)
 	}
@@ -150,7 +174,7 @@ func (l *Learner) Observe(pod *corev1.Pod, cpu, memory float64, at time.Time) wo
 
 // getLocked returns the workload's state, created (evicting the least recently observed
 // beyond MaxWorkloads) when new, and marks it most recently observed.
-func (l *Learner) getLocked(key string) *state {
+func (l *Learner) getLocked(key workload.Key) *state {
 	if st, ok := l.m[key]; ok {
 		l.lru.MoveToFront(st.elem)
 		return st
@@ -158,9 +182,9 @@ func (l *Learner) getLocked(key string) *state {
 	for len(l.m) >= l.cfg.MaxWorkloads {
 		old := l.lru.Back()
 		l.lru.Remove(old)
-		delete(l.m, old.Value.(*state).key)
+		delete(l.m, old.Value.(*state).wk)
 	}
-	st := &state{key: key}
+	st := &state{key: key.String(), wk: key}
 	st.elem = l.lru.PushFront(st)
 	l.m[key] = st
 	return st
@@ -180,6 +204,9 @@ func (st *state) rollPeak(at time.Time, w time.Duration) {
 
 // recentPeak is the highest memory usage of the current and the previous window at now.
 func (st *state) recentPeak(now time.Time, w time.Duration) float64 {
+	if st.peakWindow > 0 {
+		w = st.peakWindow
+	}
 	switch age := now.Sub(st.peakStart); {
 	case age >= 2*w:
 		return 0
@@ -193,45 +220,114 @@ func (st *state) recentPeak(now time.Time, w time.Duration) float64 {
 // Percentile ratio, the memory no lower than the workload's recent peak, once the workload has
 // MinObservations samples over at least MinSpan; otherwise the request.
 func (l *Learner) Estimate(pod *corev1.Pod) Estimate {
-	k := workload.Of(pod, l.owners)
 	reqCPU, reqMem := Requests(pod)
-	e := Estimate{CPU: reqCPU, Memory: reqMem, Workload: k}
-	if k.IsZero() {
-		e.Evidence = "no workload (no controller, no app label): the request"
-		return e
+	w := l.Lookup(pod)
+	e := Estimate{CPU: reqCPU, Memory: reqMem, Workload: w.Workload, Trusted: w.Trusted}
+	if w.Trusted {
+		e.CPU, e.Memory = w.Apply(reqCPU, reqMem)
+	}
+	e.Evidence = l.evidence(w, reqCPU, reqMem)
+	return e
+}
+
+// Learned is what the learner knows of a pod's workload, as Lookup reads it: the figures of
+// Estimate without its evidence, for a caller that estimates many pods (an agent's hot path).
+type Learned struct {
+	// Workload is the pod's workload (zero for none); Key its String, "" for none.
+	Workload workload.Key
+	Key      string
+	// CPU and Memory are the Percentile of the workload's usage/request ratio (0 when the
+	// resource has no sample); Peak the memory floor in bytes.
+	CPU, Memory, Peak float64
+	// N is the workload's samples (0: not observed); Span the time from its first to its
+	// latest.
+	N    int
+	Span time.Duration
+	// Trusted: the estimate may replace the request.
+	Trusted bool
+	// Percentile is the learner's, 0 < p <= 1.
+	Percentile float64
+}
+
+// Apply returns the estimate of a pod requesting cpu (any unit) and memory bytes: each request
+// times its ratio (a resource without samples keeps its request), the memory no lower than the
+// workload's recent peak. Only meaningful when Trusted.
+func (w Learned) Apply(cpu, memory float64) (float64, float64) {
+	if w.CPU > 0 {
+		cpu *= w.CPU
+	}
+	if w.Memory > 0 {
+		memory *= w.Memory
+	}
+	return cpu, max(memory, w.Peak)
+}
+
+// Lookup returns what the learner knows of pod's workload. It allocates nothing (the
+// workload's key is looked up as a struct; the percentiles are read from the histograms).
+func (l *Learner) Lookup(pod *corev1.Pod) Learned {
+	w := Learned{Workload: workload.Of(pod, l.owners), Percentile: l.cfg.Percentile}
+	if w.Workload.IsZero() {
+		return w
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	st, ok := l.m[k.String()]
-	switch {
-	case !ok:
-		e.Evidence = fmt.Sprintf("%s not observed yet: the request", describe(k))
-		return e
-	case st.n < l.cfg.MinObservations:
-		e.Evidence = fmt.Sprintf("%d observations of %s, fewer than %d: the request", st.n, describe(k), l.cfg.MinObservations)
-		return e
-	case st.last.Sub(st.first) < l.cfg.MinSpan:
-		e.Evidence = fmt.Sprintf("%d observations of %s over %s, less than %s: the request", st.n, describe(k),
-			st.last.Sub(st.first).Round(time.Second), l.cfg.MinSpan)
-		return e
+	st, ok := l.m[w.Workload]
+	if !ok {
+		return w
 	}
-	e.Trusted = true
-	p := l.cfg.Percentile
+	w.Key, w.N, w.Span = st.key, st.n, st.last.Sub(st.first)
+	if l.follower {
+		w.Trusted = st.trusted
+	} else {
+		w.Trusted = st.n >= l.cfg.MinObservations && w.Span >= l.cfg.MinSpan
+	}
+	if !w.Trusted {
+		return w
+	}
 	if !st.cpu.empty() {
-		e.CPU = st.cpu.percentile(p) * reqCPU
+		w.CPU = st.cpu.percentile(l.cfg.Percentile)
 	}
 	if !st.mem.empty() {
-		e.Memory = st.mem.percentile(p) * reqMem
+		w.Memory = st.mem.percentile(l.cfg.Percentile)
 	}
-	peak := st.recentPeak(l.now(), l.cfg.PeakWindow)
-	floor := ""
-	if peak > e.Memory {
-		e.Memory = peak
+	w.Peak = st.recentPeak(l.now(), l.cfg.PeakWindow)
+	return w
+}
+
+// Evidence says where pod's estimate comes from, for reasons and explanations: "p90 of 240
+// observations of deployment shop/web, request 1 cpu 512.0Mi memory", or why its request is
+// kept. It allocates: call it only to write one.
+func (l *Learner) Evidence(pod *corev1.Pod) string {
+	reqCPU, reqMem := Requests(pod)
+	w := l.Lookup(pod)
+	return l.evidence(w, reqCPU, reqMem)
+}
+
+// evidence writes Estimate's Evidence for w.
+func (l *Learner) evidence(w Learned, reqCPU, reqMem float64) string {
+	k := w.Workload
+	switch {
+	case k.IsZero():
+		return "no workload (no controller, no app label): the request"
+	case w.N == 0:
+		return fmt.Sprintf("%s not observed yet: the request", describe(k))
+	case !w.Trusted && l.follower:
+		return fmt.Sprintf("%d observations of %s, not trusted yet by the learner: the request", w.N, describe(k))
+	case w.N < l.cfg.MinObservations:
+		return fmt.Sprintf("%d observations of %s, fewer than %d: the request", w.N, describe(k), l.cfg.MinObservations)
+	case !w.Trusted:
+		return fmt.Sprintf("%d observations of %s over %s, less than %s: the request", w.N, describe(k),
+			w.Span.Round(time.Second), l.cfg.MinSpan)
+	}
+	floor, memory := "", reqMem
+	if w.Memory > 0 {
+		memory *= w.Memory
+	}
+	if w.Peak > memory {
 		floor = ", memory at the recent peak"
 	}
-	e.Evidence = fmt.Sprintf("p%s of %d observations of %s, request %s cpu %s memory%s", pct(p), st.n, describe(k),
+	return fmt.Sprintf("p%s of %d observations of %s, request %s cpu %s memory%s", pct(w.Percentile), w.N, describe(k),
 		fmtCores(reqCPU), fmtBytes(reqMem), floor)
-	return e
 }
 
 // describe is "deployment shop/web".
@@ -249,6 +345,14 @@ func fmtBytes(v float64) string {
 		return strconv.FormatFloat(v/(1<<20), 'f', 1, 64) + "Mi"
 	}
 	return strconv.FormatFloat(v, 'f', 0, 64)
+}
+
+// Version changes whenever an estimate may have: a caller that remembers answers computed
+// from estimates keys them by it.
+func (l *Learner) Version() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.changes
 }
 
 // Len is the number of workloads kept.

@@ -1,6 +1,8 @@
 package usage
 
 import (
+	"github.com/kube-safe-scheduler/extender/workload"
+
 	"fmt"
 	"math"
 	"runtime"
@@ -128,7 +130,7 @@ func TestBound(t *testing.T) {
 		t.Fatalf("%d workloads, want 3", l.Len())
 	}
 	for name, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
-		_, ok := l.m["deployment/ns/"+name]
+		_, ok := l.m[workload.Key{Kind: "deployment", Namespace: "ns", Name: name}]
 		if ok != want {
 			t.Errorf("workload %s kept: %v, want %v", name, ok, want)
 		}

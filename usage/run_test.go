@@ -1,6 +1,8 @@
 package usage
 
 import (
+	"github.com/kube-safe-scheduler/extender/workload"
+
 	"context"
 	"errors"
 	"testing"
@@ -88,7 +90,7 @@ func TestRound(t *testing.T) {
 			{Namespace: "shop", Name: "ghost", CPU: 5, Memory: 5, At: at}}
 		r.Round(t.Context(), t0.Add(time.Duration(i)*time.Minute))
 	}
-	if st := l.m["deployment/shop/web"]; st == nil || st.n != 3 || l.Len() != 1 {
+	if st := l.m[workload.Key{Kind: "deployment", Namespace: "shop", Name: "web"}]; st == nil || st.n != 3 || l.Len() != 1 {
 		t.Fatalf("workloads %d, web %+v: want 3 samples of web only", l.Len(), st)
 	}
 	if got, _ := metric(t, reg, "usage_learner_estimate_coverage_ratio"); got != 0 {
@@ -117,7 +119,7 @@ func TestRound(t *testing.T) {
 	// A failing source: counted, nothing learnt.
 	src.err = errors.New("down")
 	r.Round(t.Context(), t0.Add(4*time.Minute))
-	if v, _ := metric(t, reg, "usage_learner_rounds_total", "result", "error"); v != 1 || l.m["deployment/shop/web"].n != 4 {
+	if v, _ := metric(t, reg, "usage_learner_rounds_total", "result", "error"); v != 1 || l.m[workload.Key{Kind: "deployment", Namespace: "shop", Name: "web"}].n != 4 {
 		t.Error("a failed round was not counted as such")
 	}
 }

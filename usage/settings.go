@@ -44,9 +44,9 @@ func (c *Settings) Declare(s *settings.Set) {
 	s.Int(&c.Model.MaxWorkloads, "USAGE_MAX_WORKLOADS", "usage-max-workloads", d.MaxWorkloads, 1, 100000,
 		"most workloads kept; the least recently observed go first")
 	s.String(&c.Store.Namespace, "USAGE_NAMESPACE", "usage-namespace", "",
-		"namespace of the learner's ConfigMaps and Lease (empty: the pod's own namespace, else kube-system)", checkNamespace)
+		"namespace of the learner's ConfigMaps and Lease (empty: the pod's own namespace, else kube-system)", CheckNamespace)
 	s.String(&c.Store.Object, "USAGE_OBJECT", "usage-object", "usage-learner",
-		"name of the Lease electing the writer; the ConfigMaps are <name>-0, <name>-1, ...", checkObject)
+		"name of the Lease electing the writer; the ConfigMaps are <name>-0, <name>-1, ...", CheckObject)
 	s.Int(&c.Store.Shards, "USAGE_STORE_SHARDS", "usage-store-shards", 16, 1, 64,
 		"ConfigMaps the workloads are spread over (each holds at most 1 MB: about 2,400 workloads)")
 	s.Duration(&c.Store.FlushInterval, "USAGE_FLUSH_INTERVAL", "usage-flush-interval", time.Minute, time.Second, time.Hour,
@@ -67,7 +67,8 @@ func (c *Settings) Validate(source string) error {
 	return nil
 }
 
-func checkNamespace(v string) error {
+// CheckNamespace checks a store namespace setting ("" is the default).
+func CheckNamespace(v string) error {
 	if v == "" {
 		return nil
 	}
@@ -77,7 +78,8 @@ func checkNamespace(v string) error {
 	return nil
 }
 
-func checkObject(v string) error {
+// CheckObject checks a store object name setting.
+func CheckObject(v string) error {
 	// The longest shard name must be an object name too.
 	if msgs := validation.IsDNS1123Subdomain(ShardName(v, 63)); len(msgs) > 0 {
 		return fmt.Errorf("%q is not an object name (with the suffix -%s): %s", v, strconv.Itoa(63), strings.Join(msgs, "; "))

@@ -82,7 +82,7 @@ type Owners interface {
 //   - a pod of no controller belongs to its app label's value (app.kubernetes.io/name, else
 //     app) in its namespace; with neither, to no workload (the zero Key).
 func Of(pod *corev1.Pod, owners Owners) Key {
-	ref := metav1.GetControllerOf(pod)
+	ref := metav1.GetControllerOfNoCopy(pod) // read only: no copy to allocate (an agent's hot path)
 	if ref == nil {
 		for _, l := range AppLabels {
 			if v := pod.Labels[l]; v != "" {

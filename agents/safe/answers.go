@@ -57,6 +57,10 @@ func verdictSlot(d demand) int {
 type answerKey struct {
 	generation int64 // of the node's pods (0 without NodePods)
 	d          demand
+	// version is the estimator's (the placed pods' estimates); source the learned estimate's
+	// (a rejection's reason names its evidence).
+	version uint64
+	source  string
 }
 
 // verdictMemo and scoreMemo are immutable once stored: a reader racing a writer sees the
@@ -102,7 +106,10 @@ func (a *Agent) answerKey(n *corev1.Node, e *nodeEntry, c *call, want bool) (key
 	if a.maxAge > 0 && (e.in.cpu.measured || e.in.memory.measured) && e.in.stamp.freshness(c.now, a.maxAge).stale {
 		return answerKey{}, false
 	}
-	key.d = c.d
+	key.d, key.version = c.d, c.version
+	if c.d != (demand{}) {
+		key.source = c.source
+	}
 	if a.pods != nil {
 		key.generation = a.pods.PodsGeneration(n.Name)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/usage"
 )
 
 // Name is the agent's name and build tag.
@@ -98,6 +99,24 @@ func (s *BalanceScale) UnmarshalText(text []byte) error {
 	return nil
 }
 
+// EstimateMode says what a pod is estimated at (estimate.go).
+type EstimateMode string
+
+// Estimate modes.
+const (
+	// EstimateRequest estimates every pod at its request.
+	EstimateRequest EstimateMode = "request"
+	// EstimateLearned estimates a pod at its workload's usage learned by the usage learner
+	// (learned.go), at its request while the learner does not trust the workload.
+	EstimateLearned EstimateMode = "learned"
+)
+
+// UnmarshalText reads a mode in any case; Config.Validate checks it.
+func (m *EstimateMode) UnmarshalText(text []byte) error {
+	*m = EstimateMode(strings.ToLower(strings.TrimSpace(string(text))))
+	return nil
+}
+
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
 func (m *PlacedMode) UnmarshalText(text []byte) error {
 	*m = PlacedMode(strings.ToLower(strings.TrimSpace(string(text))))
@@ -141,6 +160,15 @@ type Config struct {
 	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
 	// BalanceScale is how safe-balance maps its objective to scores.
 	BalanceScale BalanceScale `json:"balanceScale" env:"SAFE_BALANCE_SCALE" flag:"safe-balance-scale" help:"safe agent: how safe-balance scores: absolute (floor((1 - obj) * 10 + 0.5), the original design) or relative (the candidates' lowest objective 10, the highest 0, the others in proportion)"`
+	// Estimate is what a pod is estimated at: its request, or its workload's learned usage.
+	Estimate EstimateMode `json:"estimate" env:"SAFE_ESTIMATE" flag:"safe-estimate" help:"safe agent: what a pod is estimated at: request, or learned (its workload's usage learned by the node annotator's usage learner, USAGE_LEARNER; the request until the learner trusts the workload; needs cluster access)"`
+	// EstimatePercentile is the percentile of a workload's usage/request ratio its pods are
+	// estimated at (1..100), read from the histograms the learner stores.
+	EstimatePercentile int `json:"estimatePercentile" env:"SAFE_ESTIMATE_PERCENTILE" flag:"safe-estimate-percentile" help:"safe agent: with estimate learned, the percentile of a workload's usage/request a pod is estimated at (integer 1..100)"`
+	// EstimateNamespace and EstimateObject name the learner's store: the node annotator's
+	// USAGE_NAMESPACE and USAGE_OBJECT.
+	EstimateNamespace string `json:"estimateNamespace" env:"SAFE_ESTIMATE_NAMESPACE" flag:"safe-estimate-namespace" help:"safe agent: with estimate learned, the namespace of the usage learner's ConfigMaps, the node annotator's USAGE_NAMESPACE (empty: the pod's own namespace, else kube-system)"`
+	EstimateObject    string `json:"estimateObject" env:"SAFE_ESTIMATE_OBJECT" flag:"safe-estimate-object" help:"safe agent: with estimate learned, the name of the usage learner's store, the node annotator's USAGE_OBJECT (ConfigMaps <name>-0, <name>-1, ...)"`
 }
 
 // Defaults.
@@ -162,13 +190,19 @@ const (
 	DefaultBalance     = BalanceAbsolute
 	// MaxPlacedShare bounds PlacedShare.
 	MaxPlacedShare = 1000
+	// DefaultEstimate is the request: nothing changes for a cluster that does not run the
+	// usage learner. DefaultEstimatePercentile is the learner's own default (USAGE_PERCENTILE).
+	DefaultEstimate           = EstimateRequest
+	DefaultEstimatePercentile = 90
+	DefaultEstimateObject     = "usage-learner"
 )
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config {
 	return Config{Utilization: DefaultUtilization, Percentile: DefaultPercentile, ForecastWeight: DefaultForecastWeight,
 		MaxStatsAge: DefaultMaxStatsAge, Stale: StaleIgnore, Filter: DefaultFilter, PlacedShare: DefaultPlacedShare, Placed: DefaultPlaced,
-		BalanceScale: DefaultBalance}
+		BalanceScale: DefaultBalance, Estimate: DefaultEstimate, EstimatePercentile: DefaultEstimatePercentile,
+		EstimateObject: DefaultEstimateObject}
 }
 
 // Validate reports every bad field, each as a settings.FieldError.
@@ -183,7 +217,18 @@ func (c Config) Validate() error {
 		settings.OneOf("placed", c.Placed, PlacedGrowth, PlacedArrivals),
 		settings.OneOf("balanceScale", c.BalanceScale, BalanceAbsolute, BalanceRelative),
 		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
+		settings.OneOf("estimate", c.Estimate, EstimateRequest, EstimateLearned),
+		settings.Range("estimatePercentile", c.EstimatePercentile, 1, 100),
+		fieldCheck("estimateNamespace", c.EstimateNamespace, usage.CheckNamespace),
+		fieldCheck("estimateObject", c.EstimateObject, usage.CheckObject),
 	)
+}
+
+func fieldCheck(field, v string, check func(string) error) error {
+	if err := check(v); err != nil {
+		return settings.Fieldf(field, "%v", err)
+	}
+	return nil
 }
 
 func maxStatsAgeInRange(d framework.Duration) error {

@@ -2,6 +2,7 @@ package safe
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,8 +19,15 @@ type scaled struct{ factor float64 }
 
 func (s scaled) Estimate(pod *corev1.Pod) Estimate {
 	e := requestEstimator{}.Estimate(pod)
-	return Estimate{CPU: s.factor * e.CPU, Memory: s.factor * e.Memory, Evidence: "scaled"}
+	e.CPU, e.Memory, e.Learned, e.Source = s.factor*e.CPU, s.factor*e.Memory, true, "scaled"
+	return e
 }
+
+func (s scaled) Evidence(*corev1.Pod) string {
+	return "scaled by " + strconv.FormatFloat(s.factor, 'f', -1, 64)
+}
+
+func (scaled) Version() uint64 { return 1 }
 
 func TestNewWithEstimatorNil(t *testing.T) {
 	if _, err := NewWithEstimator(DefaultConfig(), framework.NewHandle(nil), nil); err == nil {
@@ -31,7 +39,7 @@ func TestNewWithEstimatorNil(t *testing.T) {
 // millicores and bytes, without evidence.
 func TestRequestEstimator(t *testing.T) {
 	got := requestEstimator{}.Estimate(makePod("1500m", "2Gi"))
-	if want := (Estimate{CPU: 1500, Memory: 2 << 30}); got != want {
+	if want := (Estimate{CPU: 1500, Memory: 2 << 30, RequestCPU: 1500, RequestMemory: 2 << 30}); got != want {
 		t.Errorf("Estimate = %+v, want %+v", got, want)
 	}
 }

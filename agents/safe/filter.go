@@ -32,6 +32,7 @@ func (a *Agent) Filters() []framework.Filter {
 // cannot refresh statistics), with the age in the reason.
 func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	c := a.newCall(pod)
+	a.counted(c)
 	defer a.done("predicates/"+FilterOverload, c)
 	out := make([]framework.Verdict, len(nodes))
 	if a.cfg.Filter == FilterOff && !a.reject {
@@ -78,7 +79,7 @@ func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out [
 			} else if a.cfg.Filter == FilterOff {
 				// only stale statistics reject
 			} else if cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory); !cpuOK || !memoryOK {
-				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK))
+				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK, c))
 			}
 			if keep {
 				e.verdicts[slot].Store(&verdictMemo{key: key, v: out[lo+i]})
@@ -135,7 +136,8 @@ func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict)
 // request added, or the nodes as they are when none takes it), at this call's time.
 func (a *Agent) filterForList(_ context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error) {
 	c := a.newCall(pod) // never done(): the chunks' calls publish the stale nodes they judge
-	now, d := c.now, c.d
+	a.counted(c)
+	d := c.d
 	a.placeSince(list, c)
 	takes := false
 	out := make([]framework.Verdict, min(len(list), forListBatch))
@@ -149,7 +151,7 @@ func (a *Agent) filterForList(_ context.Context, pod *corev1.Pod, list []*corev1
 		d = demand{} // judge the nodes as they are, so that a large pod is not kept out for ever
 	}
 	return func(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
-		c := &call{d: d, now: now}
+		c := &call{d: d, now: c.now, pod: c.pod, learned: c.learned, source: c.source, version: c.version}
 		defer a.done("predicates/"+FilterOverload, c)
 		out := make([]framework.Verdict, len(nodes))
 		a.placeSince(nodes, c)
@@ -163,9 +165,11 @@ func (a *Agent) filterForList(_ context.Context, pod *corev1.Pod, list []*corev1
 const forListBatch = 64
 
 // reason says why the failing resources fail, with their numbers, for example
-// "cpu risk 0.42 > 0.30 (mu 0.81, sigma 0.12, threshold 0.90)". Built with strconv only: a
-// filter call may reject thousands of nodes.
-func (a *Agent) reason(cpu *measure, cpuOK bool, memory *measure, memoryOK bool) string {
+// "cpu risk 0.42 > 0.30 (mu 0.81, sigma 0.12, threshold 0.90)", then, when the pod's demand is
+// a learned estimate, "; pod estimated 2100m cpu 640Mi memory: p90 of 240 observations of
+// deployment shop/web, request 1 cpu 512.0Mi memory". Built with strconv only (the evidence
+// once per call): a filter call may reject thousands of nodes.
+func (a *Agent) reason(cpu *measure, cpuOK bool, memory *measure, memoryOK bool, c *call) string {
 	b := make([]byte, 0, 160)
 	if !cpuOK {
 		b = a.appendReason(b, cpu)
@@ -175,6 +179,11 @@ func (a *Agent) reason(cpu *measure, cpuOK bool, memory *measure, memoryOK bool)
 			b = append(b, "; "...)
 		}
 		b = a.appendReason(b, memory)
+	}
+	if c.learned && c.d != (demand{}) {
+		b = appendAmount(append(b, "; pod estimated "...), &cpuResource, c.d.cpu)
+		b = appendAmount(append(b, " cpu "...), &memoryResource, c.d.memory)
+		b = append(append(b, " memory: "...), c.evidence(a.estimator)...)
 	}
 	return string(b)
 }

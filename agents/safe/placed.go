@@ -18,6 +18,9 @@ import (
 type load struct {
 	cpu, memory float64
 	pods        int
+	// overCPU and overMemory are the part of cpu and memory by which the pods' estimates
+	// exceed their requests (negative when below).
+	overCPU, overMemory float64
 	// grown: the load is the growth of the node's requests since its statistics
 	// (statistics-requested-*), not a sum over the pods placed since.
 	grown bool
@@ -27,13 +30,20 @@ type load struct {
 // PlacedGrowth, when the annotator wrote the node's requests with its statistics
 // (statistics-requested-*), the growth of its requests since (pods placed, less pods gone: the
 // usage of pods that left is still in the statistics, so their requests are counted off);
-// else the arrivals since the statistics-timestamp (placedLoad). The growth counts requests,
-// not estimates: the annotator writes requests.
+// else the arrivals since the statistics-timestamp (placedLoad). The annotator writes requests,
+// so the growth counts requests; with learned estimates the pods placed since the statistics
+// add what their estimates exceed their requests by (or take off what they fall short), so
+// that each arrival counts at its estimate and each departure at its request (at least 0).
 func (a *Agent) placed(n *corev1.Node, in *nodeInputs, c *call) load {
 	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
 		alloc := a.cluster.Allocated(n.Name)
-		return load{cpu: a.share * max(0, float64(alloc[corev1.ResourceCPU])-in.stampRequested.cpu),
-			memory: a.share * max(0, float64(alloc[corev1.ResourceMemory])-in.stampRequested.memory), grown: true}
+		cpu := a.share * (float64(alloc[corev1.ResourceCPU]) - in.stampRequested.cpu)
+		memory := a.share * (float64(alloc[corev1.ResourceMemory]) - in.stampRequested.memory)
+		if !a.byRequest {
+			arrivals := a.placedLoad(n, in, c)
+			cpu, memory = cpu+arrivals.overCPU, memory+arrivals.overMemory
+		}
+		return load{cpu: max(0, cpu), memory: max(0, memory), grown: true}
 	}
 	return a.placedLoad(n, in, c)
 }
@@ -60,7 +70,7 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 	stamps := make(map[string]time.Time, len(nodes))
 	for _, n := range nodes {
 		in := &a.entry(n).in
-		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && !(in.stampRequestedKnown && a.growth) {
+		if (in.cpu.measured || in.memory.measured) && in.stamp.readable && (!(in.stampRequestedKnown && a.growth) || !a.byRequest) {
 			stamps[n.Name] = in.stamp.at
 		}
 	}
@@ -91,7 +101,10 @@ func (a *Agent) placeSince(nodes []*corev1.Node, c *call) {
 // order). The request estimator's estimates are integers already.
 type placedSum struct {
 	cpu, memory int64
-	pods        int
+	// overCPU and overMemory sum the estimates less the requests (0 with the request
+	// estimator): what the growth of the requests leaves out.
+	overCPU, overMemory int64
+	pods                int
 }
 
 // add counts p, at est's estimate, if it is placed after at (see placeSince) and not
@@ -106,6 +119,8 @@ func (s *placedSum) add(est Estimator, p *corev1.Pod, at time.Time) {
 	e := est.Estimate(p)
 	s.cpu += int64(math.Round(e.CPU))
 	s.memory += int64(math.Round(e.Memory))
+	s.overCPU += int64(math.Round(e.CPU)) - int64(math.Round(e.RequestCPU))
+	s.overMemory += int64(math.Round(e.Memory)) - int64(math.Round(e.RequestMemory))
 	s.pods++
 }
 
@@ -114,7 +129,8 @@ func (s *placedSum) load(share float64) load {
 	if s.pods == 0 {
 		return load{}
 	}
-	return load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods}
+	return load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods,
+		overCPU: share * float64(s.overCPU), overMemory: share * float64(s.overMemory)}
 }
 
 // placedLoad returns the load placed on n since its statistics (in: n's inputs) for call c.
@@ -125,7 +141,7 @@ func (a *Agent) placedLoad(n *corev1.Node, in *nodeInputs, c *call) load {
 	if !(in.cpu.measured || in.memory.measured) || !in.stamp.readable {
 		return load{}
 	}
-	return a.placedOn(n.Name, in.stamp.at)
+	return a.placedOn(n.Name, in.stamp.at, c.version)
 }
 
 // placedMemo remembers, per node, the load placed since its statistics-timestamp at one
@@ -138,6 +154,7 @@ type placedMemo struct {
 
 type placedEntry struct {
 	generation int64
+	version    uint64 // the estimator's
 	at         time.Time
 	l          load
 }
@@ -147,10 +164,10 @@ const maxPlacedNodes = 1 << 17
 
 // placedOn returns the load placed on node after at, from the memo while neither the node's
 // pods nor at has changed.
-func (a *Agent) placedOn(node string, at time.Time) load {
+func (a *Agent) placedOn(node string, at time.Time, version uint64) load {
 	generation := a.pods.PodsGeneration(node)
 	if e, ok := a.placedMemo.m.Load(node); ok {
-		if e := e.(*placedEntry); e.generation == generation && e.at.Equal(at) {
+		if e := e.(*placedEntry); e.generation == generation && e.version == version && e.at.Equal(at) {
 			return e.l
 		}
 	}
@@ -159,7 +176,7 @@ func (a *Agent) placedOn(node string, at time.Time) load {
 	for _, p := range pods {
 		sum.add(a.estimator, p, at)
 	}
-	e := &placedEntry{generation: generation, at: at, l: sum.load(a.share)}
+	e := &placedEntry{generation: generation, version: version, at: at, l: sum.load(a.share)}
 	if a.placedMemo.stores.Add(1) > maxPlacedNodes {
 		a.placedMemo.m.Clear()
 		a.placedMemo.stores.Store(0)

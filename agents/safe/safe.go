@@ -18,8 +18,10 @@
 package safe
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +67,12 @@ type Agent struct {
 	// is also the pod's request.
 	estimator Estimator
 	byRequest bool
+	// follow fills the learned estimator from the usage learner's store (nil unless Estimate
+	// is learned); Start starts it.
+	follow *follower
+	// estimated counts the pods the filter judged, by whether their estimate was learned
+	// ([1]) or their request ([0]); nil without metrics.
+	estimated [2]prometheus.Counter
 	// noRequests restores the design before issue 26 (a node without statistics scores 0):
 	// the simulation's "before" only.
 	noRequests bool
@@ -72,10 +80,38 @@ type Agent struct {
 
 var _ framework.Agent = (*Agent)(nil)
 
-// New returns the agent for cfg, which estimates every pod at its request; h.Log receives the
-// PrintTable tables, h.Metrics (when not nil) the gauge safe_stale_nodes.
+// New returns the agent for cfg, which estimates every pod at its request, or, with Estimate
+// learned, at its workload's learned usage (learned.go; its store is followed from Start);
+// h.Log receives the PrintTable tables, h.Metrics (when not nil) the gauge safe_stale_nodes
+// and the counter safe_estimates_total.
 func New(cfg Config, h framework.Handle) (*Agent, error) {
-	return NewWithEstimator(cfg, h, requestEstimator{})
+	if cfg.Estimate != EstimateLearned {
+		return NewWithEstimator(cfg, h, requestEstimator{})
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid safe config: %w", err)
+	}
+	est, f, err := newLearned(cfg, h)
+	if err != nil {
+		return nil, fmt.Errorf("safe agent: %w", err)
+	}
+	a, err := NewWithEstimator(cfg, h, est)
+	if err != nil {
+		return nil, err
+	}
+	a.follow = f
+	return a, nil
+}
+
+var _ framework.Starter = (*Agent)(nil)
+
+// Start implements framework.Starter: with Estimate learned, it follows the usage learner's
+// store (an unreadable store stops the program); otherwise it does nothing.
+func (a *Agent) Start(ctx context.Context) error {
+	if a.follow == nil {
+		return nil
+	}
+	return a.follow.start(ctx)
 }
 
 // NewWithEstimator is New with est saying what each pod will use, instead of its request.
@@ -114,6 +150,15 @@ func NewWithEstimator(cfg Config, h framework.Handle, est Estimator) (*Agent, er
 		if err := h.Metrics.Register(g); err != nil {
 			return nil, fmt.Errorf("safe agent metrics: %w", err)
 		}
+		est := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "safe_estimates_total",
+			Help: "Pods the filter safe-overload judged, by their estimate: learned (their workload's usage, SAFE_ESTIMATE learned) or request. " +
+				"The learned share is the estimate coverage.",
+		}, []string{"estimate"})
+		if err := h.Metrics.Register(est); err != nil {
+			return nil, fmt.Errorf("safe agent metrics: %w", err)
+		}
+		a.estimated = [2]prometheus.Counter{est.WithLabelValues("request"), est.WithLabelValues("learned")}
 		a.staleNodes = map[string]prometheus.Gauge{
 			"predicates/" + FilterOverload:   g.WithLabelValues(FilterOverload, "filter"),
 			"priorities/" + PriorityOverload: g.WithLabelValues(PriorityOverload, "prioritize"),
@@ -134,6 +179,16 @@ type call struct {
 	d, fit demand
 	// now is when the call started: statistics' ages are measured against it.
 	now time.Time
+	// pod is the pod being placed; learned and source are its estimate's (Estimate), version
+	// the estimator's Version when the call started.
+	pod     *corev1.Pod
+	learned bool
+	source  string
+	version uint64
+	// evidenceOnce writes evidenceText, the estimator's Evidence for pod, when a reason first
+	// needs it.
+	evidenceOnce sync.Once
+	evidenceText string
 	// stale counts the nodes with stale statistics (chunks add to it concurrently).
 	stale atomic.Int64
 	// placed holds, by node name, the load placed since the node's statistics (nil: none),
@@ -143,11 +198,27 @@ type call struct {
 }
 
 func (a *Agent) newCall(pod *corev1.Pod) *call {
-	c := &call{d: demandOf(a.estimator.Estimate(pod)), now: a.now()}
-	if c.fit = c.d; !a.byRequest {
-		c.fit = podDemand(pod)
+	v := a.estimator.Version() // before the estimate: an answer is never keyed by a newer version than it read
+	e := a.estimator.Estimate(pod)
+	return &call{d: demandOf(e), fit: demand{cpu: e.RequestCPU, memory: e.RequestMemory}, now: a.now(),
+		pod: pod, learned: e.Learned, source: e.Source, version: v}
+}
+
+// evidence is the estimator's Evidence for the call's pod, asked once per call.
+func (c *call) evidence(est Estimator) string {
+	c.evidenceOnce.Do(func() { c.evidenceText = est.Evidence(c.pod) })
+	return c.evidenceText
+}
+
+// counted counts c's pod in safe_estimates_total.
+func (a *Agent) counted(c *call) {
+	i := 0
+	if c.learned {
+		i = 1
 	}
-	return c
+	if a.estimated[i] != nil {
+		a.estimated[i].Inc()
+	}
 }
 
 // done publishes the call's count of stale nodes under function key.

@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -411,10 +413,16 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	go exporter.Serve(ln)
 	t.Cleanup(func() { exporter.Close() })
 	prom := startPrometheus(t, rc.PrometheusBin, ln.Addr().String())
-	startAnnotator(t, c, rc, prom, s.Annotator)
+	var learner map[string]string
+	if s.Learner {
+		grantLearner(t, c)
+		learner = learnerEnv(rc)
+	}
+	startAnnotator(t, c, rc, prom, s.Annotator, learner)
 
 	// The scheduler.
 	schedName := labSchedulerName
+	var running *harness.RunningDeployment
 	if s.Config != "" {
 		opts := harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config)}
 		if s.Trimaran {
@@ -457,7 +465,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		if schedName, err = profileName(d.SchedulerConfig); err != nil {
 			t.Fatalf("%s: %v", s.File, err)
 		}
-		c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
+		running = c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
 	}
 
 	if rc.OwnerObjects {
@@ -567,6 +575,9 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	close(remove)
 	wg.Wait()
 
+	if s.Learner && running != nil {
+		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: %s\n", w.Name, s.Name, seed, estimateCoverage(ctx, running))
+	}
 	res.Figures = Accumulate(samples)
 	res.PodSeries = promCount(prom, "container_memory_working_set_bytes")
 	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()
@@ -660,6 +671,75 @@ func annotatorEnv(rc RunConfig, prom string) map[string]string {
 	}
 }
 
+// estimateCoverage reads safe_estimates_total from the safe sidecar: how many pods the filter
+// judged by a learned estimate and by their request.
+func estimateCoverage(ctx context.Context, r *harness.RunningDeployment) string {
+	e := r.Extenders["safe"]
+	if e == nil {
+		return "no safe sidecar"
+	}
+	status, body, err := e.Get(ctx, "/metrics")
+	if err != nil || status != http.StatusOK {
+		return fmt.Sprintf("safe's /metrics: %d %v", status, err)
+	}
+	count := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, k := range []string{"learned", "request"} {
+			if v, ok := strings.CutPrefix(line, `safe_estimates_total{estimate="`+k+`"} `); ok {
+				count[k], _ = strconv.ParseFloat(v, 64)
+			}
+		}
+	}
+	total := count["learned"] + count["request"]
+	if total == 0 {
+		return "safe judged no pod (safe_estimates_total)"
+	}
+	return fmt.Sprintf("safe judged %.0f pods by learned estimates, %.0f by their requests: estimate coverage %.2f",
+		count["learned"], count["request"], count["learned"]/total)
+}
+
+// learnerEnv turns the annotator's usage learner on, in kube-system, with its shipped
+// defaults in simulated time (samples every 30 s, trusted after 10 samples over 2 min, half-life
+// and memory peak window 24 h, written every minute); its cpu query's rate window is 1 min of
+// simulated time (at least 3 s: three scrapes), not the shipped 5 min of real time.
+func learnerEnv(rc RunConfig) map[string]string {
+	window := max(3*time.Second, rc.real(time.Minute)).Round(time.Second)
+	return map[string]string{
+		"USAGE_LEARNER": "true", "USAGE_NAMESPACE": "kube-system",
+		"USAGE_INTERVAL":       rc.scaled(30 * time.Second),
+		"USAGE_MIN_SPAN":       rc.scaled(2 * time.Minute),
+		"USAGE_HALF_LIFE":      rc.scaled(24 * time.Hour),
+		"USAGE_PEAK_WINDOW":    rc.scaled(24 * time.Hour),
+		"USAGE_FLUSH_INTERVAL": rc.scaled(time.Minute),
+		"USAGE_PROMETHEUS_CPU_QUERY": fmt.Sprintf(`sum by (namespace, pod) (rate(container_cpu_usage_seconds_total{container!=""}[%s]))`,
+			window),
+	}
+}
+
+// grantLearner gives the annotator's service account what the usage learner needs beyond
+// yamlfiles/node-annotator.yaml (the chart grants it with nodeAnnotator.learner.enabled): the
+// owner chains, its ConfigMaps and Lease. The lab's scheduler sidecars run as the cluster's
+// admin and read the ConfigMaps without a grant.
+func grantLearner(t harness.T, c *harness.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "lab-usage-learner"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "update"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	}}
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("%v", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lab-usage-learner"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "node-annotator", Namespace: "kube-system"}}}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
 // trimaranEnv is the configuration of the lab scheduler's Trimaran plugins
 // (trimaran.SettingsFromEnv): the lab's Prometheus and free-resource series, and the periods of
 // the shipped setup in simulated time (load-watcher's 15-minute window fetched every minute,
@@ -712,7 +792,7 @@ func sidecarEnv(rc RunConfig, d *harness.Deployment, extra map[string]map[string
 
 // startAnnotator applies yamlfiles/node-annotator.yaml and runs the annotator as its service
 // account, with annotatorEnv and the durations of override (simulated time).
-func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string, override map[string]time.Duration) {
+func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string, override map[string]time.Duration, extra map[string]string) {
 	t.Helper()
 	root, _ := harness.RepoRoot()
 	c.ApplyFile(t, filepath.Join(root, "yamlfiles", "node-annotator.yaml"), false)
@@ -723,6 +803,9 @@ func startAnnotator(t harness.T, c *harness.Cluster, rc RunConfig, prom string, 
 	vars := annotatorEnv(rc, prom)
 	for k, d := range override {
 		vars[k] = rc.scaled(d)
+	}
+	for k, v := range extra {
+		vars[k] = v
 	}
 	for k, v := range vars {
 		env = append(env, k+"="+v)

@@ -33,6 +33,9 @@ type Scheduler struct {
 	// NoRequestScores disables the profile's scores of requests (NodeResourcesFit,
 	// NodeResourcesBalancedAllocation), as Trimaran's TargetLoadPacking configuration does.
 	NoRequestScores bool
+	// Learner runs the node annotator's usage learner (learnerEnv) and safe with
+	// SAFE_ESTIMATE=learned: pods are estimated at their workload's learned usage.
+	Learner bool
 	// Trimaran runs Config with the lab's scheduler (e2e/cmd/lab-scheduler: kube-scheduler with
 	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
 	Trimaran bool
@@ -101,6 +104,8 @@ var Schedulers = []Scheduler{
       safeVarianceSensitivity: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
+	{Name: "safe-learn", About: "safe with the annotator's usage learner on (reading the lab's Prometheus) and SAFE_ESTIMATE=learned: a pod's demand is its workload's learned p90 usage, not its request (issue 37)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: map[string]map[string]string{"safe": {"SAFE_ESTIMATE": "learned", "SAFE_ESTIMATE_NAMESPACE": "kube-system"}}},
 	{Name: "safe-arrivals", About: "safe, SAFE_PLACED=arrivals: the pods placed since the statistics counted, not the growth of the requests",
 		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFE_PLACED": "arrivals"}}},
 	{Name: "safe-w6h", About: "safe with the annotator's statistics over 6 h every 5 min (its defaults before 2026-11-26) instead of 15 min every minute",
