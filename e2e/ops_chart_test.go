@@ -218,6 +218,8 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["extender/template without cluster access"] = []string{"agents.safe.enabled=false", "agents.template.enabled=true", "agents.template.nodeCacheCapable=false", "agents.template.clusterAccess=none"}
 	cases["plugin/gang+quorum profile"] = []string{"mode=plugin", "agents.gang.enabled=true", "plugin.quorumProfile=quorum-scheduler", "plugin.podGroupArgs.podGroupRejectPercentage=10"}
 	cases["plugin/decisions kept"] = []string{"mode=plugin", "plugin.decisionsKept=500"}
+	cases["extender/descheduler+telemetry"] = []string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.prometheusURL=http://prometheus:9090", "agents.telemetry.enabled=true"}
+	cases["plugin/descheduler metrics server"] = []string{"mode=plugin", "descheduler.enabled=true", "descheduler.lowNodeUtilization.source=KubernetesMetrics"}
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
 		out, err := render(t, sets...)
