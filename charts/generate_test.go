@@ -224,6 +224,11 @@ func schema(ag map[string]chartAgent) map[string]any {
 			"crds":              obj(map[string]any{"podGroup": map[string]any{"type": "boolean"}, "tasPolicy": map[string]any{"type": "boolean"}}),
 			"alerts":            obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}}),
 			"dashboard":         obj(map[string]any{"enabled": map[string]any{"type": "boolean"}, "labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}}),
+			"resources":         k8s("the scheduler container's resources"),
+			"nodeSelector":      map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
+			"tolerations":       map[string]any{"type": "array"},
+			"affinity":          k8s(""),
+			"priorityClassName": str(""),
 			"descheduler": obj(map[string]any{
 				"enabled":             map[string]any{"type": "boolean", "description": "run kubernetes-sigs/descheduler with a policy rendered from these values (docs/operations.md)"},
 				"image":               str("the descheduler's image"),
@@ -239,11 +244,6 @@ func schema(ag map[string]chartAgent) map[string]any {
 					"gap":           map[string]any{"type": "integer", "minimum": 0, "maximum": 100, "description": "a node below safe's utilization threshold minus gap, percent, has room for evicted pods"},
 				}),
 			}),
-			"resources":         k8s("the scheduler container's resources"),
-			"nodeSelector":      map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},
-			"tolerations":       map[string]any{"type": "array"},
-			"affinity":          k8s(""),
-			"priorityClassName": str(""),
 		},
 		"required": []string{"mode", "agents"},
 	}
