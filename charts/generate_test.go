@@ -232,6 +232,21 @@ func schema(ag map[string]chartAgent) map[string]any {
 			"tolerations":       map[string]any{"type": "array"},
 			"affinity":          k8s(""),
 			"priorityClassName": str(""),
+			"descheduler": obj(map[string]any{
+				"enabled":             map[string]any{"type": "boolean", "description": "run kubernetes-sigs/descheduler with a policy rendered from these values (docs/operations.md)"},
+				"image":               str("the descheduler's image"),
+				"interval":            map[string]any{"type": "string", "pattern": "^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", "description": "--descheduling-interval, a duration (30s, 2m)"},
+				"maxEvictionsPerNode": map[string]any{"type": "integer", "minimum": 1, "description": "maxNoOfPodsToEvictPerNode: evictions from one node per run"},
+				"verbosity":           map[string]any{"type": "integer", "minimum": 0, "description": "the descheduler's --v"},
+				"resources":           k8s("the descheduler container's resources"),
+				"lowNodeUtilization": obj(map[string]any{
+					"enabled":       map[string]any{"type": "boolean", "description": "LowNodeUtilization on actual usage, thresholds from safe's utilization threshold"},
+					"source":        map[string]any{"type": "string", "enum": []string{"Prometheus", "KubernetesMetrics"}, "description": "where actual usage comes from"},
+					"prometheusURL": str("Prometheus's URL (source Prometheus)"),
+					"query":         str("PromQL: each node's usage as a fraction 0..1, labelled instance=<node name> (source Prometheus)"),
+					"gap":           map[string]any{"type": "integer", "minimum": 0, "maximum": 100, "description": "a node below safe's utilization threshold minus gap, percent, has room for evicted pods"},
+				}),
+			}),
 		},
 		"required": []string{"mode", "agents"},
 	}

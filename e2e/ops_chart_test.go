@@ -223,6 +223,8 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["extender/usage learner"] = []string{"nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true", "agents.safe.settings.estimate=learned"}
 	cases["plugin/usage learner elsewhere"] = []string{"mode=plugin", "nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true",
 		"nodeAnnotator.learner.namespace=default", "agents.safe.settings.estimate=learned", "agents.safe.settings.estimateNamespace=default"}
+	cases["extender/descheduler+telemetry"] = []string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.prometheusURL=http://prometheus:9090", "agents.telemetry.enabled=true"}
+	cases["plugin/descheduler metrics server"] = []string{"mode=plugin", "descheduler.enabled=true", "descheduler.lowNodeUtilization.source=KubernetesMetrics"}
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
 		out, err := render(t, sets...)

@@ -268,3 +268,85 @@ so the profile names them, or every pod requesting one (a TAS pod's telemetry/sc
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
+
+{{/*
+kss.deschedulerPolicy is the descheduler's DeschedulerPolicy (descheduler/v1alpha2), from the same
+values as the agents. LowNodeUtilization on actual usage: a node above safe's utilization
+threshold T (agents.safe.settings.utilization, else safe's default from files/agents.json) is
+over-used (targetThresholds T), a node below T - descheduler.lowNodeUtilization.gap has room
+(thresholds). RemovePodsViolatingNodeAffinity when the telemetry agent writes TAS's deschedule
+labels (<policy>=violating): it evicts a pod whose required node affinity (NotIn violating) its
+node no longer meets.
+*/}}
+{{- define "kss.deschedulerPolicy" -}}
+{{- $d := .Values.descheduler -}}
+{{- $lnu := $d.lowNodeUtilization -}}
+{{- $table := include "kss.table" . | fromJson -}}
+{{- $safe := .Values.agents.safe.settings | default dict -}}
+{{- $t := int $table.safe.settings.utilization.default -}}
+{{- if hasKey $safe "utilization" -}}{{- $t = int $safe.utilization -}}{{- end -}}
+{{- $low := sub $t (int $lnu.gap) -}}
+{{- $tel := .Values.agents.telemetry -}}
+{{- $telSettings := $tel.settings | default dict -}}
+{{- $affinity := and $tel.enabled (ne (toString (get $telSettings "deschedule")) "false") -}}
+{{- if and $lnu.enabled (lt (int $low) 0) -}}
+{{- fail (printf "descheduler.lowNodeUtilization.gap %d is above safe's utilization threshold %d: thresholds would be negative" (int $lnu.gap) $t) -}}
+{{- end -}}
+{{- if and $lnu.enabled (eq $lnu.source "Prometheus") (not $lnu.prometheusURL) -}}
+{{- fail "descheduler.lowNodeUtilization.prometheusURL is needed with source Prometheus (or set source: KubernetesMetrics, the metrics server)" -}}
+{{- end -}}
+{{- if not (or $lnu.enabled $affinity) -}}
+{{- fail "descheduler.enabled with nothing to do: enable descheduler.lowNodeUtilization, or agents.telemetry (with its deschedule setting) for RemovePodsViolatingNodeAffinity" -}}
+{{- end -}}
+apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+maxNoOfPodsToEvictPerNode: {{ int $d.maxEvictionsPerNode }}
+{{- if $lnu.enabled }}
+metricsProviders:
+{{- if eq $lnu.source "Prometheus" }}
+- source: Prometheus
+  prometheus:
+    url: {{ $lnu.prometheusURL | quote }}
+{{- else }}
+- source: KubernetesMetrics
+{{- end }}
+{{- end }}
+profiles:
+- name: kube-safe-scheduler
+  pluginConfig:
+  - name: DefaultEvictor
+    args:
+      # evict only a pod that fits on another node
+      nodeFit: true
+{{- if $lnu.enabled }}
+  - name: LowNodeUtilization
+    args:
+{{- if eq $lnu.source "Prometheus" }}
+      thresholds: {MetricResource: {{ $low }}}
+      targetThresholds: {MetricResource: {{ $t }}}
+      metricsUtilization:
+        source: Prometheus
+        prometheus:
+          query: {{ $lnu.query | quote }}
+{{- else }}
+      thresholds: {cpu: {{ $low }}, memory: {{ $low }}}
+      targetThresholds: {cpu: {{ $t }}, memory: {{ $t }}}
+      metricsUtilization:
+        source: KubernetesMetrics
+{{- end }}
+{{- end }}
+{{- if $affinity }}
+  - name: RemovePodsViolatingNodeAffinity
+    args:
+      nodeAffinityType: [requiredDuringSchedulingIgnoredDuringExecution]
+{{- end }}
+  plugins:
+{{- if $lnu.enabled }}
+    balance:
+      enabled: [LowNodeUtilization]
+{{- end }}
+{{- if $affinity }}
+    deschedule:
+      enabled: [RemovePodsViolatingNodeAffinity]
+{{- end }}
+{{- end -}}
