@@ -126,11 +126,12 @@ eval: prometheus
 	cd e2e && $(GO) run ./harness/cmd/prepare
 	cd e2e && $(GO) run ./cmd/eval $(EVAL_ARGS)
 
-## chaos: both modes' shipped configurations on CHAOS_NODES nodes (no kubelet: pods are bound, not run) with CHAOS_PODS pods of
-## workloads each, faults injected while they schedule (extender SIGKILL, extender slowed past
-## httpTimeout, kube-apiserver restart, leader replica SIGKILL, statistics source cut past their
-## maximum age); fails on a lost, doubled or unsafe binding or a recovery over 10 s, and prints
-## one table (docs/operations.md, "Chaos run"). make test runs its short form (24 nodes, 240 pods).
+## chaos: each mode's shipped configuration (extender sidecars; two kube-safe-scheduler replicas)
+## on CHAOS_NODES nodes with CHAOS_PODS pods of workloads, faults injected while they schedule
+## (extender SIGKILL, extender slowed past httpTimeout, kube-apiserver restart, leader replica
+## SIGKILL, statistics source cut past their maximum age); fails on a lost, doubled or unsafe
+## binding or a recovery over 10 s and prints one table (docs/operations.md, "Chaos run").
+## make test runs its short form (24 nodes, 240 pods).
 CHAOS_NODES ?= 200
 CHAOS_PODS  ?= 2000
 chaos: prometheus

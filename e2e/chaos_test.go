@@ -51,10 +51,9 @@ const (
 	// chaosSlack bounds the time from the filter's verdict to the binding seen by the watch,
 	// for the unsafe-placement check.
 	chaosSlack = 5 * time.Second
-	// extenderDelay is how much the proxy slows the extender: beyond the shipped httpTimeout (5s).
-	extenderDelay = 6 * time.Second
 )
 
+// chaosSize is the run's size: CHAOS_NODES and CHAOS_PODS, the short form by default.
 func chaosSize(t *testing.T) (nodes, pods int) {
 	t.Helper()
 	nodes, pods = 24, 240
@@ -622,7 +621,7 @@ scrape_configs:
 		"LOG_LEVEL": "INFO",
 	})
 	go m.rec.recordStamps(ctx, m.c, m.risky)
-	waitFor(t, "statistics on every risky node", 2*time.Minute, func() bool {
+	waitFor(t, "statistics on every risky node", 5*time.Minute, func() bool {
 		ages := m.rec.latestAges()
 		return len(ages) == len(m.risky)
 	})
@@ -654,6 +653,11 @@ scrape_configs:
 
 	// The faults, one after another, while pods arrive. The first 20 s are fault-free (the
 	// control). After each fault the run waits until a replica leads again and 5 s more.
+	// The short form (make test) keeps every fault but shortens the quiet stretches.
+	controlFor, slowFor, settle := 20*time.Second, 15*time.Second, 5*time.Second
+	if podCount < 1000 {
+		controlFor, slowFor, settle = 10*time.Second, 8*time.Second, 2*time.Second
+	}
 	plan := []func() fault{}
 	if mode == "extender" {
 		plan = append(plan,
@@ -667,11 +671,13 @@ scrape_configs:
 				return f
 			},
 			func() fault {
+				// Slowed a second beyond the longest httpTimeout of the shipped configuration.
+				extenderDelay := httpTimeout(t, m.r.Config) + time.Second
 				f := fault{name: fmt.Sprintf("extender slowed %s > httpTimeout", extenderDelay), start: time.Now()}
 				for _, p := range m.extProxy {
 					p.delay.Store(int64(extenderDelay))
 				}
-				time.Sleep(15 * time.Second)
+				time.Sleep(slowFor)
 				for _, p := range m.extProxy {
 					p.delay.Store(0)
 				}
@@ -697,17 +703,17 @@ scrape_configs:
 	}
 	plan = append(plan, func() fault { return m.apiserverRestart(t) }, func() fault { return m.staleStatistics(t) })
 
-	// Pods arrive all along, at a pace that spreads podCount over the plan's usual length (20 s
-	// of control, about 40 s per fault), in workloads of 10 pods (5 in the short form).
+	// Pods arrive all along, at a pace that spreads podCount over the plan's usual length (the
+	// control, about 40 s per fault), in workloads of 10 pods (5 in the short form).
 	perWorkload := 10
 	if podCount < 1000 {
 		perWorkload = 5
 	}
-	span := 20*time.Second + time.Duration(len(plan))*40*time.Second
+	span := controlFor + time.Duration(len(plan))*40*time.Second
 	created := make(chan []error, 1)
 	planDone := make(chan struct{})
 	go func() { created <- m.rec.createPods(ctx, m.c, m.schedulerName, podCount, perWorkload, span, planDone) }()
-	time.Sleep(20 * time.Second)
+	time.Sleep(controlFor)
 	control := time.Now()
 	for _, step := range plan {
 		f := step()
@@ -729,7 +735,7 @@ scrape_configs:
 		m.rec.mu.Lock()
 		m.rec.faults = append(m.rec.faults, f)
 		m.rec.mu.Unlock()
-		time.Sleep(5 * time.Second)
+		time.Sleep(settle)
 	}
 	close(planDone)
 	if errs := <-created; len(errs) > 0 {
@@ -759,6 +765,34 @@ scrape_configs:
 	}
 	cancel()
 	return m.verdict(t, runStart, control, total)
+}
+
+// httpTimeout is the longest httpTimeout of the extenders of a KubeSchedulerConfiguration.
+func httpTimeout(t *testing.T, config []byte) time.Duration {
+	t.Helper()
+	var cfg struct {
+		Extenders []struct {
+			HTTPTimeout string `json:"httpTimeout"`
+		} `json:"extenders"`
+	}
+	if err := yaml.Unmarshal(config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	longest := 5 * time.Second // kube-scheduler's default (DefaultExtenderTimeout) when unset
+	if len(cfg.Extenders) > 0 {
+		longest = 0
+	}
+	for _, e := range cfg.Extenders {
+		d := 5 * time.Second
+		if e.HTTPTimeout != "" {
+			var err error
+			if d, err = time.ParseDuration(e.HTTPTimeout); err != nil {
+				t.Fatalf("httpTimeout %q: %v", e.HTTPTimeout, err)
+			}
+		}
+		longest = max(longest, d)
+	}
+	return longest
 }
 
 // wantAlert names the chart alert whose condition a fault must raise in this mode, "" when no
