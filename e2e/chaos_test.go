@@ -443,11 +443,14 @@ func (m *chaosMode) ensureReplicas(t *testing.T) string {
 	return strings.Join(notes, "; ")
 }
 
-// exitReason is kube-scheduler's last error line before it exited.
+// exitReason is why kube-scheduler exited: a lost lease, else its last error line.
 func exitReason(s *harness.Scheduler) string {
 	data, _ := os.ReadFile(s.LogPath)
 	reason := "no error logged"
 	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, "Leaderelection lost") {
+			return "Leaderelection lost"
+		}
 		if strings.HasPrefix(l, "E") || strings.HasPrefix(l, "F") {
 			if i := strings.Index(l, "] "); i > 0 {
 				reason = l[i+2:]
@@ -1125,7 +1128,9 @@ func heldIn(conditions []alertCondition, from, to time.Time) []string {
 	for _, c := range conditions {
 		n := 0
 		for _, at := range c.at {
-			if !at.Before(from.Truncate(time.Second)) && !at.After(to) {
+			// Range evaluations fall on whole seconds: the first one of the window is the first
+			// at or after from.
+			if !at.Before(from) && !at.After(to) {
 				n++
 			}
 		}
