@@ -9,7 +9,7 @@ BIN       := bin
 FUZZTIME  ?= 15s
 FUZZERS   := FuzzServe FuzzNodeItemSpans FuzzNameList FuzzNamesCodec
 
-.PHONY: generate chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-memory bench-perf eval clean
+.PHONY: generate chart yamlfiles all build $(addprefix build-,$(AGENTS)) build-annotator build-scheduler test prometheus unit fuzz load e2e lint images run bench bench-e2e bench-memory bench-perf eval chaos clean
 
 # The Prometheus tests of the node annotator must run, not skip, under make test.
 export REQUIRE_PROMETHEUS := 1
@@ -125,6 +125,20 @@ EVAL_ARGS ?= -nodes 200 -minutes 60 -warmup 15 -speed 20 -seeds 1,2,3
 eval: prometheus
 	cd e2e && $(GO) run ./harness/cmd/prepare
 	cd e2e && $(GO) run ./cmd/eval $(EVAL_ARGS)
+
+## chaos: each mode's shipped configuration (extender sidecars; two kube-safe-scheduler replicas)
+## on CHAOS_NODES nodes with CHAOS_PODS pods of workloads, faults injected while they schedule
+## (extender SIGKILL, extender slowed past httpTimeout, kube-apiserver restart, leader replica
+## SIGKILL, statistics source cut past their maximum age); fails on a lost, doubled or unsafe
+## binding or a recovery over 10 s and prints one table (docs/operations.md, "Chaos run").
+## make test runs its short form (24 nodes, 240 pods).
+CHAOS_NODES ?= 200
+CHAOS_PODS  ?= 2000
+chaos: prometheus
+	cd e2e && $(GO) run ./harness/cmd/prepare
+	mkdir -p .cache/chaos
+	cd e2e && CHAOS_NODES=$(CHAOS_NODES) CHAOS_PODS=$(CHAOS_PODS) CHAOS_TABLE=$(CURDIR)/.cache/chaos/table.md \
+		$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' . ; rc=$$?; cat $(CURDIR)/.cache/chaos/table.md; exit $$rc
 
 clean:
 	rm -rf $(BIN)

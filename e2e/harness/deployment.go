@@ -312,6 +312,10 @@ type RunOptions struct {
 	// (env values, arguments, exec probe commands, the scheduler configuration's tlsConfig
 	// files) there. A mounted Secret missing here is an error.
 	Secrets map[string]map[string][]byte
+	// SchedulerPort, when set, gives the port kube-scheduler reaches sidecar container on, from
+	// the loopback port that sidecar serves on: a test puts a proxy between them (delays,
+	// faults) and returns the proxy's port.
+	SchedulerPort func(container string, port int) int
 }
 
 // RunningDeployment is a deployment file running as local processes.
@@ -330,6 +334,25 @@ type RunningDeployment struct {
 	// secretDirs maps each Secret volume of the pod to the directory holding its files.
 	secretDirs map[string]string
 	generation int
+	// extenderOpts are the options each sidecar was started with, for RestartExtender.
+	extenderOpts map[string]ExtenderOptions
+}
+
+// RestartExtender starts sidecar name again, after it was killed or stopped, with the same
+// binary, environment, arguments and port, as the kubelet restarts a container, and returns it
+// once it is ready (r.Extenders holds the new process).
+func (r *RunningDeployment) RestartExtender(t T, name string) *Extender {
+	t.Helper()
+	opts, ok := r.extenderOpts[name]
+	if !ok {
+		t.Fatalf("%s: no sidecar %s was started", r.Source, name)
+	}
+	if old := r.Extenders[name]; old != nil && !old.Exited() {
+		t.Fatalf("%s: sidecar %s is still running", r.Source, name)
+	}
+	e := StartExtender(t, opts)
+	r.Extenders[name] = e
+	return e
 }
 
 // writeSecrets writes the data of every Secret volume of the pod into a directory under dir,
@@ -542,7 +565,8 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 	if kubeconfig == "" {
 		kubeconfig = c.Kubeconfig
 	}
-	r := &RunningDeployment{Deployment: d, Extenders: map[string]*Extender{}, Ports: map[int]int{}, secretDirs: map[string]string{}}
+	r := &RunningDeployment{Deployment: d, Extenders: map[string]*Extender{}, Ports: map[int]int{}, secretDirs: map[string]string{},
+		extenderOpts: map[string]ExtenderOptions{}}
 	for _, sc := range d.Sidecars {
 		port, _ := SidecarPort(sc)
 		r.Ports[port] = MustFreePort(t)
@@ -598,9 +622,11 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 				}
 			}
 		}
-		r.Extenders[sc.Name] = StartExtender(t, ExtenderOptions{
+		eo := ExtenderOptions{
 			Name: "extender " + sc.Name, Binary: bin, Env: env, Args: args, Port: r.Ports[port], ReadyPath: ready, TLS: clientTLS,
-		})
+		}
+		r.extenderOpts[sc.Name] = eo
+		r.Extenders[sc.Name] = StartExtender(t, eo)
 	}
 
 	cfg, err := RewriteExtenderURLs(d.SchedulerConfig, func(prefix string) (string, error) {
@@ -615,6 +641,13 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 		local, ok := r.Ports[port]
 		if !ok {
 			return "", fmt.Errorf("urlPrefix %s: port %d is no sidecar's HTTP_PORT", prefix, port)
+		}
+		if opts.SchedulerPort != nil {
+			for _, sc := range d.Sidecars {
+				if p, _ := SidecarPort(sc); p == port {
+					local = opts.SchedulerPort(sc.Name, local)
+				}
+			}
 		}
 		u.Host = "127.0.0.1:" + strconv.Itoa(local)
 		return u.String(), nil
