@@ -43,7 +43,11 @@ type Figures struct {
 	// room held by waiting members (cpu-minutes).
 	GroupShare float64
 	// MaxGap: see Result.
-	MaxGap         float64
+	MaxGap float64
+	// RunStretch is how long the completed pods ran (seen Running to Succeeded, simulated)
+	// over the run times they were given: 1 when kwok kept up; more lengthens every life and
+	// adds load that no scheduler caused, so runs compare only at similar stretches.
+	RunStretch     float64
 	GroupsPartial  int
 	HeldCPUMinutes float64
 }

@@ -37,6 +37,7 @@ var columns = []struct {
 	{"groups partial at end", func(f Figures) float64 { return float64(f.GroupsPartial) }, 0, func(f *Figures, v float64) { f.GroupsPartial = int(v) }},
 	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0, func(f *Figures, v float64) { f.HeldCPUMinutes = v }},
 	{"longest sample gap min", func(f Figures) float64 { return f.MaxGap }, 1, func(f *Figures, v float64) { f.MaxGap = v }},
+	{"pod run / given", func(f Figures) float64 { return f.RunStretch }, 2, func(f *Figures, v float64) { f.RunStretch = v }},
 }
 
 // runHeader is results.md's opening for a run: the command and its settings.

@@ -152,6 +152,8 @@ type podState struct {
 	node    int // -1 unbound
 	running bool
 	over    bool // succeeded, failed or deleted
+	// started is when the pod was first seen Running (real time).
+	started time.Time
 	// cpuSeconds is the pod's cumulative cpu time (real seconds) as of lastUsage (podUsage).
 	cpuSeconds float64
 	lastUsage  time.Time
@@ -171,7 +173,11 @@ type tracker struct {
 	placed    int
 	failed    int
 	succeeded int
-	done      []string // terminated, to delete
+	// ranReal and ranPlanned sum, over the pods completed (Succeeded), the simulated time each
+	// was seen running and the run time it was given: kwok completes a pod after its run time
+	// counted from when it handles the Running pod, so a loaded machine lengthens lives.
+	ranReal, ranPlanned float64
+	done                []string // terminated, to delete
 }
 
 func (tr *tracker) now() time.Duration {
@@ -206,14 +212,21 @@ func (tr *tracker) observe(obj any) {
 	}
 	switch pod.Status.Phase {
 	case corev1.PodRunning:
+		if !st.running {
+			st.started = at
+		}
 		st.running = true
 	case corev1.PodSucceeded, corev1.PodFailed:
-		st.running, st.over = false, true
 		if pod.Status.Phase == corev1.PodFailed {
 			tr.failed++
 		} else {
 			tr.succeeded++
+			if st.running {
+				tr.ranReal += at.Sub(st.started).Seconds() * tr.rc.Speed
+				tr.ranPlanned += st.plan.Duration.Seconds()
+			}
 		}
+		st.running, st.over = false, true
 		tr.done = append(tr.done, pod.Name)
 	}
 }
@@ -600,6 +613,9 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		f.GroupShare = float64(res.GroupsComplete) / float64(res.Groups)
 	}
 	f.GroupsPartial, f.HeldCPUMinutes, f.MaxGap = res.GroupsPartial, res.HeldCPUMinutes, res.MaxGap
+	if tr.ranPlanned > 0 {
+		f.RunStretch = tr.ranReal / tr.ranPlanned
+	}
 	f.BindP50, f.BindP99 = quantile(tr.bind, 0.5), quantile(tr.bind, 0.99)
 	return res
 }
