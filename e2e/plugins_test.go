@@ -235,7 +235,7 @@ func TestPluginsBadArgs(t *testing.T) {
 		want string
 	}{
 		{"unknown field", map[string]map[string]any{"safe-overload": {"utilisation": 80}},
-			`initializing plugin \"safe-overload\": plugin safe-overload (agent safe): pluginConfig args: unknown field \"utilisation\" (the agent's fields are utilization, percentile, forecastWeight, printTable, maxStatsAge, stale, filter, placedShare, placed, balanceScale)`},
+			`initializing plugin \"safe-overload\": plugin safe-overload (agent safe): pluginConfig args: unknown field \"utilisation\" (the agent's fields are utilization, percentile, forecastWeight, printTable, maxStatsAge, stale, filter, placedShare, placed, balanceScale, estimate, `},
 		{"out of range", map[string]map[string]any{"congestion": {"factorMax": 0}},
 			"plugin congestion (agent congestion): pluginConfig args: invalid factorMax: 0 is out of range"},
 		{"bad objective", map[string]map[string]any{"pigeon-holing": {"policyObjective": "PACK"}},
