@@ -45,6 +45,8 @@ func TestLabSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// placedByDefaults is what the defaults placed: safe is held to it (the order matters).
+	placedByDefaults := 0
 	for _, name := range []string{"defaults", "safe"} {
 		s, err := findScheduler(name)
 		if err != nil {
@@ -57,12 +59,19 @@ func TestLabSmoke(t *testing.T) {
 			if f.Created < len(w.Pods)/2 {
 				t.Errorf("created %d of %d pods", f.Created, len(w.Pods))
 			}
-			// The workload fits the cluster by requests: every scheduler places nearly every pod.
-			// (Before safe counted the growth of a node's requests since its statistics, pods gone
-			// counted off, it held back 11 % in this run of short-lived pods.)
-			minShare := 9 * f.Created / 10
-			if f.Placed < minShare {
-				t.Errorf("placed %d of %d pods, want at least %d", f.Placed, f.Created, minShare)
+			// The workload fits the cluster by requests, so what is left pending at the end is the
+			// machine's lag: 12 simulated minutes are 24 s here, and on a loaded machine the
+			// defaults themselves have left a quarter of the pods pending (bind p50 9 s). So every
+			// scheduler must place most pods, and safe nearly as many as the defaults in the same
+			// test. (Before safe counted the growth of a node's requests since its statistics, pods
+			// gone counted off, it held back 11 % in this run of short-lived pods.)
+			if f.Placed < f.Created/2 {
+				t.Errorf("placed %d of %d pods, want at least half", f.Placed, f.Created)
+			}
+			if name == "defaults" {
+				placedByDefaults = f.Placed
+			} else if minPlaced := 9 * placedByDefaults / 10; f.Placed < minPlaced {
+				t.Errorf("placed %d of %d pods, want at least %d (nine tenths of the defaults' %d)", f.Placed, f.Created, minPlaced, placedByDefaults)
 			}
 			if r.Completed == 0 {
 				t.Error("kwok completed no pod")
