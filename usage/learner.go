@@ -312,8 +312,9 @@ func (l *Learner) evidence(w Learned, reqCPU, reqMem float64) string {
 	case w.N == 0:
 		return fmt.Sprintf("%s not observed yet: the request", describe(k))
 	case !w.Trusted && l.follower:
+		// A follower's trust is the writer's verdict, whose minimums may differ from its own.
 		return fmt.Sprintf("%d observations of %s, not trusted yet by the learner: the request", w.N, describe(k))
-	case w.N < l.cfg.MinObservations:
+	case !w.Trusted && w.N < l.cfg.MinObservations:
 		return fmt.Sprintf("%d observations of %s, fewer than %d: the request", w.N, describe(k), l.cfg.MinObservations)
 	case !w.Trusted:
 		return fmt.Sprintf("%d observations of %s over %s, less than %s: the request", w.N, describe(k),

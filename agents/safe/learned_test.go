@@ -83,6 +83,11 @@ func TestLearnedEstimator(t *testing.T) {
 	if ev := est.Evidence(webPod("web-2", "2", "1Gi")); ev != "p90 of 10 observations of app shop/web, request 2 cpu 1.00Gi memory" {
 		t.Errorf("evidence %q", ev)
 	}
+	// Seven samples: trusted by the writer (5 needed), though fewer than a writer of the
+	// follower's defaults would need (10): the evidence is the estimate's, not the request's.
+	if ev := followerOf(t, 0.9, learnedShards(t, 7, 2)).Evidence(webPod("web-2", "2", "1Gi")); ev != "p90 of 7 observations of app shop/web, request 2 cpu 1.00Gi memory" {
+		t.Errorf("evidence of a workload the writer trusts with 7 observations: %q", ev)
+	}
 	// Three samples: not trusted by the writer (5 needed), the request.
 	if got := followerOf(t, 0.9, learnedShards(t, 3, 2)).Estimate(webPod("web-2", "2", "1Gi")); got.Learned || got.CPU != 2000 {
 		t.Errorf("untrusted workload: %+v, want the request", got)
