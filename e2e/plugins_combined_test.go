@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
@@ -38,18 +35,7 @@ func TestPluginsCombined(t *testing.T) {
 			"safe-overload rejects risky; congestion scores calm 9, jammed 1")
 	}
 
-	pinned, err := harness.PodSpec{Name: "pinned", SchedulerName: pluginSchedulerName, CPU: "100m", Memory: "64Mi"}.Pod()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"risky"}}},
-		}}},
-	}}
-	if _, err := c.Client.CoreV1().Pods("default").Create(t.Context(), pinned, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPinned(t, c, "pinned", "risky")
 	e := c.WaitForEvent(t, "default", "pinned", "FailedScheduling", "safe-overload: cpu risk", "> 0.30", "threshold 0.90")
 	t.Logf("pinned to risky: %s", e.Message)
 	time.Sleep(2 * time.Second) // the scheduler retries on the pod's backoff: it must not bind it meanwhile

@@ -119,18 +119,7 @@ func TestPluginsYAML(t *testing.T) {
 	}
 
 	// A pod that may run on the risky node only stays pending, for safe-overload's reason.
-	pinned, err := harness.PodSpec{Name: "pinned", SchedulerName: pluginSchedulerName, CPU: "100m", Memory: "64Mi"}.Pod()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pinned.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"risky"}}},
-		}}},
-	}}
-	if _, err := c.Client.CoreV1().Pods("default").Create(t.Context(), pinned, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createPinned(t, c, "pinned", "risky")
 	e = c.WaitForEvent(t, "default", "pinned", "FailedScheduling", "cpu risk", "> 0.30", "threshold 0.90")
 	t.Logf("pinned to risky: %s", e.Message)
 	time.Sleep(2 * time.Second) // the scheduler retries on the pod's backoff: it must not bind it meanwhile
@@ -358,5 +347,23 @@ func TestPluginFileShape(t *testing.T) {
 		if !slices.Contains(enabled, pc.Name) && pc.Name != "NodeResourcesFit" {
 			t.Errorf("pluginConfig for %s, which is not enabled", pc.Name)
 		}
+	}
+}
+
+// createPinned creates a plugin-mode pod of 100m and 64Mi that may run on node only (a required
+// node affinity on metadata.name).
+func createPinned(t *testing.T, c *harness.Cluster, name, node string) {
+	t.Helper()
+	pod, err := harness.PodSpec{Name: name, SchedulerName: pluginSchedulerName, CPU: "100m", Memory: "64Mi"}.Pod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
