@@ -140,11 +140,11 @@ func (c *Cluster) writePKI() error {
 func (c *Cluster) startEtcd(t T) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		clientPort, err1 := FreePort()
-		peerPort, err2 := FreePort()
-		if err1 != nil || err2 != nil || clientPort == peerPort {
-			t.Fatalf("free ports for etcd: %v %v", err1, err2)
+		ports, err := FreePorts(2)
+		if err != nil {
+			t.Fatalf("free ports for etcd: %v", err)
 		}
+		clientPort, peerPort := ports[0], ports[1]
 		c.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 		dataDir := filepath.Join(c.Dir, "etcd-data")

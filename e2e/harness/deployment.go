@@ -567,9 +567,13 @@ func (c *Cluster) RunDeployment(t T, d *Deployment, opts RunOptions) *RunningDep
 	}
 	r := &RunningDeployment{Deployment: d, Extenders: map[string]*Extender{}, Ports: map[int]int{}, secretDirs: map[string]string{},
 		extenderOpts: map[string]ExtenderOptions{}}
-	for _, sc := range d.Sidecars {
+	free, err := FreePorts(len(d.Sidecars))
+	if err != nil {
+		t.Fatalf("free ports for %s's sidecars: %v", d.Source, err)
+	}
+	for i, sc := range d.Sidecars {
 		port, _ := SidecarPort(sc)
-		r.Ports[port] = MustFreePort(t)
+		r.Ports[port] = free[i]
 	}
 	if err := r.writeSecrets(t.TempDir(), opts.Secrets); err != nil {
 		t.Fatalf("%s: %v", d.Source, err)

@@ -162,12 +162,27 @@ func (p *Process) exitError() error {
 // FreePort returns a TCP port on 127.0.0.1 that was free when asked. Another process may take
 // it before the caller binds it; the harness retries its own starts when that happens.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free when asked. It holds every
+// port's listener until all are chosen: asked one after the other, the kernel may hand out the
+// same ephemeral port twice (it did, for etcd's client and peer ports, on a loaded machine).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // MustFreePort is FreePort reporting failure through t.
