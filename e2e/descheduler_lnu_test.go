@@ -105,7 +105,7 @@ func deschedulerLNU(t *testing.T, plugin bool) {
 			"hot": {MilliCPU: 1900, Memory: 2 * gi}, "a": {MilliCPU: 300, Memory: gi}, "b": {MilliCPU: 300, Memory: gi}},
 		byApp: map[string]harness.ResourceUsage{"load": {MilliCPU: 900, Memory: 256 * mib}, "guarded": {MilliCPU: 100, Memory: 64 * mib}},
 	}
-	metrics := c.StartMetricsAPI(t, u.read)
+	metrics := c.StartMetricsAPI(t, u.read, nil)
 	for _, n := range []string{"hot", "a", "b"} {
 		c.CreateNode(t, harness.NodeSpec{Name: n, CPU: "4", Memory: "16Gi"})
 	}

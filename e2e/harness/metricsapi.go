@@ -81,7 +81,8 @@ type MetricsUsage struct {
 // source read it through the real kube-apiserver. What it reports comes from the caller's
 // usage function, asked at every request and stamped with the time of the request.
 type MetricsAPI struct {
-	usage func(context.Context) (MetricsUsage, error)
+	usage   func(context.Context) (MetricsUsage, error)
+	nodeGet func(node string, u ResourceUsage) ResourceUsage
 
 	mu       sync.Mutex
 	requests map[string]int // "nodes", "pods": reads answered
@@ -93,10 +94,12 @@ const MetricsWindow = 15 * time.Second
 
 // StartMetricsAPI starts the server, registers it (Service and APIService
 // v1beta1.metrics.k8s.io in kube-system) and waits until the API server serves it. It is stopped
-// when t's cleanups run. usage must be safe to call concurrently.
-func (c *Cluster) StartMetricsAPI(t T, usage func(context.Context) (MetricsUsage, error)) *MetricsAPI {
+// when t's cleanups run. usage must be safe to call concurrently. nodeGet, when not nil, turns
+// the usage of the node a get (not a list) asks for into what the answer reports (the lab's
+// time scaling of the descheduler's smoothing); it is called under a lock, one get at a time.
+func (c *Cluster) StartMetricsAPI(t T, usage func(context.Context) (MetricsUsage, error), nodeGet func(node string, u ResourceUsage) ResourceUsage) *MetricsAPI {
 	t.Helper()
-	m := &MetricsAPI{usage: usage, requests: map[string]int{}}
+	m := &MetricsAPI{usage: usage, nodeGet: nodeGet, requests: map[string]int{}}
 	c.serveAggregatedAPI(t, "metrics.k8s.io", "v1beta1", "e2e-metrics-server", http.HandlerFunc(m.serve))
 	return m
 }
@@ -175,9 +178,15 @@ func (m *MetricsAPI) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if name != "" {
-			if _, ok := u.Nodes[name]; !ok {
+			nu, ok := u.Nodes[name]
+			if !ok {
 				writeStatus(w, http.StatusNotFound, "NotFound", fmt.Sprintf("nodemetrics.metrics.k8s.io %q not found", name))
 				return
+			}
+			if m.nodeGet != nil {
+				m.mu.Lock()
+				u.Nodes[name] = m.nodeGet(name, nu)
+				m.mu.Unlock()
 			}
 			_ = json.NewEncoder(w).Encode(node(name))
 			return

@@ -61,9 +61,9 @@ func deschedulerNote(rc RunConfig) string {
 		return ""
 	}
 	return fmt.Sprintf("+descheduler: sigs.k8s.io/descheduler %s with the chart's policy for the metrics server, every %s simulated (%s real); "+
-		"its metrics collector reads every 5 s real (%.0f s simulated). The lab creates no PodDisruptionBudget: "+
+		"its metrics collector reads every 5 s real (%.0f s simulated), its smoothing scaled to simulated time. The lab creates no PodDisruptionBudget: "+
 		"the evictions violate none (0, by construction; the e2e tests show budgets honoured).\n\n",
-		harness.DeschedulerVersion, rc.Descheduler.Interval, max(time.Second, rc.real(rc.Descheduler.Interval)), 5*rc.Speed)
+		harness.DeschedulerVersion, rc.Descheduler.Interval, max(time.Second, rc.real(rc.Descheduler.Interval)), collectorPeriod.Seconds()*rc.Speed)
 }
 
 // usageName describes the usage model of a run.

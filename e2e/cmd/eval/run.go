@@ -771,16 +771,14 @@ const deschedulerUser = "system:serviceaccount:kube-system:kss-descheduler"
 // startDescheduler runs the real descheduler beside the scheduler, as the chart runs it: its
 // policy for the metrics server and its RBAC (rc.Descheduler), its interval in simulated time.
 // It reads the lab's usage (tr.metricsUsage) through a metrics.k8s.io server behind the
-// aggregation layer, as it reads metrics-server in a cluster. Its metrics collector reads every
-// 5 s of real time (fixed in the descheduler), and smooths what it reads (each read moves its
-// value a tenth of the way): at speed S its view of a node follows the usage over about
-// 10 x 5 x S simulated seconds (docs/quality.md, "Schedulers").
+// aggregation layer, as it reads metrics-server in a cluster; its collector's smoothing, fixed
+// in real time, is scaled to simulated time (collectorClock; docs/quality.md, "Schedulers").
 func startDescheduler(t harness.T, c *harness.Cluster, rc RunConfig, tr *tracker) {
 	t.Helper()
 	if rc.Descheduler == nil {
 		t.Fatalf("a +descheduler scheduler without the chart's descheduler rendered")
 	}
-	c.StartMetricsAPI(t, tr.metricsUsage)
+	c.StartMetricsAPI(t, tr.metricsUsage, newCollectorClock(rc.Speed).read)
 	c.Apply(t, rc.Descheduler.RBAC, false)
 	c.StartDescheduler(t, harness.DeschedulerOptions{
 		Policy:     rc.Descheduler.Policy,
