@@ -150,9 +150,9 @@ func podsOn(t *testing.T, c *harness.Cluster, app, node string) []string {
 // affinity that keeps it off a node labelled demo-policy=violating, which the descheduler's
 // RemovePodsViolatingNodeAffinity acts on once the label appears under it. Grace period 0:
 // no kubelet runs to confirm a termination.
-func tasPod(t *testing.T, name, app, node string) *corev1.Pod {
+func tasPod(t *testing.T, scheduler, name, app, node string) *corev1.Pod {
 	t.Helper()
-	pod, err := harness.PodSpec{Name: name, SchedulerName: schedulerName, NodeName: node, CPU: "100m", Extra: tasResource,
+	pod, err := harness.PodSpec{Name: name, SchedulerName: scheduler, NodeName: node, CPU: "100m", Extra: tasResource,
 		Labels: map[string]string{"telemetry-policy": "demo-policy", "app": app}}.Pod()
 	if err != nil {
 		t.Fatal(err)
@@ -194,11 +194,32 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 func TestDeschedulerTAS(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "telemetry")
+	deschedulerTAS(t, false)
+}
+
+// TestPluginsDeschedulerTAS: the same in plugin mode: the telemetry-policy plugin compiled into
+// kube-safe-scheduler (yamlfiles/scheduler.plugins.yaml, its deschedule labels on) labels the
+// node, and places the replacements.
+func TestPluginsDeschedulerTAS(t *testing.T) {
+	t.Parallel()
+	deschedulerTAS(t, true)
+}
+
+func deschedulerTAS(t *testing.T, plugin bool) {
 	const interval = 5 * time.Second
-	policy, rbac := deschedulerRender(t, "agents.telemetry.enabled=true", "descheduler.lowNodeUtilization.enabled=false",
-		"descheduler.maxEvictionsPerNode=10")
-	c, sa := startWithServiceAccount(t)
-	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "extender.telemetry.yaml"), false)
+	sets := []string{"agents.telemetry.enabled=true", "descheduler.lowNodeUtilization.enabled=false", "descheduler.maxEvictionsPerNode=10"}
+	var c *harness.Cluster
+	var sa, scheduler string
+	if plugin {
+		c, sa = startWithPluginServiceAccount(t)
+		scheduler = pluginSchedulerName
+		sets = append(sets, "mode=plugin")
+	} else {
+		c, sa = startWithServiceAccount(t)
+		scheduler = schedulerName
+		c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "extender.telemetry.yaml"), false)
+	}
+	policy, rbac := deschedulerRender(t, sets...)
 	c.Apply(t, rbac, false)
 	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
 	applyWhenServed(t, c, telemetryPolicy)
@@ -209,10 +230,18 @@ func TestDeschedulerTAS(t *testing.T) {
 	}
 	tas := corev1.ResourceList{"telemetry/scheduling": resource.MustParse("110")}
 	c.CreateNodes(t, harness.NodeSpec{Name: "hot", Extra: tas}, harness.NodeSpec{Name: "warm", Extra: tas}, harness.NodeSpec{Name: "cool", Extra: tas})
-	r := c.RunDeployment(t, loadDeployment(t, "extender.telemetry.yaml"), harness.RunOptions{
-		Kubeconfig: sa, Env: map[string]map[string]string{"telemetry": telemetryEnv},
-	})
-	ext := r.Extenders["telemetry"]
+	var ext *harness.Extender
+	if plugin {
+		// The agent's settings of telemetryEnv, as the plugin's args.
+		c.RunDeployment(t, withPlugins(t, []string{"telemetry-policy"}, map[string]map[string]any{"telemetry-policy": {
+			"syncPeriod": telemetryEnv["TELEMETRY_SYNC_PERIOD"], "maxAge": telemetryEnv["TELEMETRY_MAX_AGE"],
+			"descheduleHold": telemetryEnv["TELEMETRY_DESCHEDULE_HOLD"]}}), harness.RunOptions{Kubeconfig: sa})
+	} else {
+		r := c.RunDeployment(t, loadDeployment(t, "extender.telemetry.yaml"), harness.RunOptions{
+			Kubeconfig: sa, Env: map[string]map[string]string{"telemetry": telemetryEnv},
+		})
+		ext = r.Extenders["telemetry"]
+	}
 
 	// Three pods of the policy on hot, recreated by their "ReplicaSet" without a node (so the
 	// scheduler places the replacements); a plain pod of another ReplicaSet on hot.
@@ -223,7 +252,7 @@ func TestDeschedulerTAS(t *testing.T) {
 		if onHot > 0 { // the loop's goroutine is the only caller
 			node, onHot = "hot", onHot-1
 		}
-		return tasPod(t, name, "tas-demo", node)
+		return tasPod(t, scheduler, name, "tas-demo", node)
 	})
 	plainRS := replicaSet(t, c, "plain", 1)
 	startReplicaLoop(t, c, plainRS, func(name string) *corev1.Pod {
@@ -242,7 +271,7 @@ func TestDeschedulerTAS(t *testing.T) {
 			if strings.HasSuffix(name, "-0") { // the first on hot, its replacement placed
 				node = "hot"
 			}
-			return tasPod(t, name, g.name, node)
+			return tasPod(t, scheduler, name, g.name, node)
 		})
 		pdb(t, c, g.name, g.allowed)
 	}
@@ -266,7 +295,7 @@ func TestDeschedulerTAS(t *testing.T) {
 	})
 	t.Logf("hot drained of tas-demo's pods %v after the label appeared (interval %v); evicted: %v", drained.Round(100*time.Millisecond), interval, loop.Gone())
 
-	// The replacements are placed by the scheduler, through the telemetry agent: not on hot
+	// The replacements are placed by the scheduler, through the telemetry agent (or plugin): not on hot
 	// (node_cpu 95 > 90, and labelled violating); cool (20) scores above warm (60), and
 	// kube-scheduler's own spreading may still put one on warm.
 	waitUntil(t, time.Minute, "three replacements of tas-demo bound off hot", func() bool {
@@ -278,8 +307,10 @@ func TestDeschedulerTAS(t *testing.T) {
 		}
 	}
 	t.Logf("replacements: cool %v, warm %v", podsOn(t, c, "tas-demo", "cool"), podsOn(t, c, "tas-demo", "warm"))
-	if s, err := scores(t.Context(), ext, "telemetry-policy", tasPod(t, "probe", "x", ""), []string{"cool", "warm"}); err != nil || s["cool"] <= s["warm"] {
-		t.Errorf("telemetry-policy scores %v, %v; want cool above warm", s, err)
+	if ext != nil {
+		if s, err := scores(t.Context(), ext, "telemetry-policy", tasPod(t, scheduler, "probe", "x", ""), []string{"cool", "warm"}); err != nil || s["cool"] <= s["warm"] {
+			t.Errorf("telemetry-policy scores %v, %v; want cool above warm", s, err)
+		}
 	}
 
 	// The budget that allows one disruption lets its pod go; the one allowing none keeps its

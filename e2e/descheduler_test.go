@@ -22,32 +22,11 @@ func deschedulerRender(t *testing.T, sets ...string) (policy, rbac []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := harness.ReadObjects(out)
+	d, err := harness.DeschedulerFromChart(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var docs []string
-	for _, o := range objs {
-		if o.GetName() != "kss-descheduler" {
-			continue
-		}
-		switch o.GetKind() {
-		case "ConfigMap":
-			data, _ := o.Object["data"].(map[string]any)
-			p, _ := data["policy.yaml"].(string)
-			policy = []byte(p)
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding":
-			b, err := yaml.Marshal(o.Object)
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs = append(docs, string(b))
-		}
-	}
-	if len(policy) == 0 || len(docs) != 3 {
-		t.Fatalf("the render has no kss-descheduler ConfigMap with policy.yaml, or not its 3 RBAC objects (%d)", len(docs))
-	}
-	return policy, []byte(strings.Join(docs, "---\n"))
+	return d.Policy, d.RBAC
 }
 
 // deschedulerUser is the chart's descheduler service account in kube-system.
@@ -131,7 +110,11 @@ func TestChartDescheduler(t *testing.T) {
 		t.Error("RemovePodsViolatingNodeAffinity configured while the telemetry agent writes no deschedule label")
 	}
 
-	// The image the chart ships is the version the e2e tests run.
+	// The image the chart ships is the version the e2e tests run; the lab renders the chart with
+	// the Helm these tests build.
+	if harness.HelmVersion != helmVersion {
+		t.Errorf("harness.HelmVersion %s, the tests' helm %s", harness.HelmVersion, helmVersion)
+	}
 	out, err := render(t, "descheduler.enabled=true", "descheduler.lowNodeUtilization.prometheusURL=http://p")
 	if err != nil {
 		t.Fatal(err)

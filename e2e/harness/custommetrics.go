@@ -1,9 +1,7 @@
 package harness
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // CustomMetricsGroupVersion is the version of the custom metrics API CustomMetrics serves.
@@ -42,36 +39,7 @@ type cmValue struct {
 func (c *Cluster) StartCustomMetrics(t T) *CustomMetrics {
 	t.Helper()
 	m := &CustomMetrics{values: map[string]map[string]cmValue{}}
-	m.srv = httptest.NewUnstartedServer(http.HandlerFunc(m.serve))
-	m.srv.StartTLS()
-	t.Cleanup(m.srv.Close)
-	_, p, _ := strings.Cut(m.srv.Listener.Addr().String(), ":")
-	c.Apply(t, []byte(fmt.Sprintf(`
-apiVersion: v1
-kind: Service
-metadata: {name: e2e-custom-metrics, namespace: kube-system}
-spec: {type: ExternalName, externalName: localhost}
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1beta2.custom.metrics.k8s.io}
-spec:
-  group: custom.metrics.k8s.io
-  version: v1beta2
-  groupPriorityMinimum: 100
-  versionPriority: 200
-  insecureSkipTLSVerify: true
-  service: {name: e2e-custom-metrics, namespace: kube-system, port: %s}
-`, p)), false)
-	// Served through the API server once the aggregator finds the APIService available.
-	gv := schema.GroupVersion{Group: "custom.metrics.k8s.io", Version: "v1beta2"}
-	err := poll(t.Context(), StartTimeout, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.Discovery().ServerResourcesForGroupVersion(gv.String())
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the custom metrics API is not served through the API server: %v", err)
-	}
+	m.srv = c.serveAggregatedAPI(t, "custom.metrics.k8s.io", "v1beta2", "e2e-custom-metrics", http.HandlerFunc(m.serve))
 	return m
 }
 

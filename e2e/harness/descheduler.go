@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 // The descheduler (sigs.k8s.io/descheduler) evicts pods that placement could not keep off a
@@ -143,4 +146,125 @@ func (c *Cluster) StartDescheduler(t T, opts DeschedulerOptions) *Process {
 		"--cert-dir="+dir,
 		"--v=3",
 	)
+}
+
+// HelmVersion is the Helm release that renders the chart for the descheduler's policy outside
+// the tests (the lab): the release e2e/ops_chart_test.go builds (TestChartDescheduler checks
+// they agree), in the same place, .cache/helm/<version>/helm.
+const HelmVersion = "v3.22.0"
+
+// Helm makes sure helm HelmVersion is in .cache/helm/ (building it from the Go module proxy
+// when it is missing) and returns its path.
+func Helm(ctx context.Context, progress io.Writer) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, ".cache", "helm", HelmVersion)
+	bin := filepath.Join(dir, "helm")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := lockFile(filepath.Join(dir, ".build.lock"), progress)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	fmt.Fprintf(progress, "harness: building helm %s into %s\n", HelmVersion, dir)
+	cmd := exec.CommandContext(ctx, "go", "install", "helm.sh/helm/v3/cmd/helm@"+HelmVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", HelmVersion, err, out)
+	}
+	return bin, nil
+}
+
+// ChartDescheduler is what the chart (charts/kube-safe-scheduler) renders for the descheduler.
+type ChartDescheduler struct {
+	// Policy is its policy.yaml (the DeschedulerPolicy).
+	Policy []byte
+	// RBAC is the YAML of its ServiceAccount, ClusterRole and ClusterRoleBinding.
+	RBAC []byte
+	// Interval is its Deployment's --descheduling-interval.
+	Interval time.Duration
+}
+
+// DeschedulerFromChart picks the descheduler's objects (release kss) out of rendered, the
+// output of helm template of the chart with descheduler.enabled.
+func DeschedulerFromChart(rendered []byte) (ChartDescheduler, error) {
+	var out ChartDescheduler
+	objs, err := ReadObjects(rendered)
+	if err != nil {
+		return out, err
+	}
+	var rbac []string
+	for _, o := range objs {
+		if o.GetName() != "kss-descheduler" {
+			continue
+		}
+		switch o.GetKind() {
+		case "ConfigMap":
+			data, _ := o.Object["data"].(map[string]any)
+			p, _ := data["policy.yaml"].(string)
+			out.Policy = []byte(p)
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding":
+			b, err := yaml.Marshal(o.Object)
+			if err != nil {
+				return out, err
+			}
+			rbac = append(rbac, string(b))
+		case "Deployment":
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				args, _, _ := unstructured.NestedStringSlice(c.(map[string]any), "args")
+				for _, a := range args {
+					if v, ok := strings.CutPrefix(a, "--descheduling-interval="); ok {
+						if out.Interval, err = time.ParseDuration(v); err != nil {
+							return out, fmt.Errorf("the descheduler's %s: %v", a, err)
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(out.Policy) == 0 || len(rbac) != 3 || out.Interval <= 0 {
+		return out, fmt.Errorf("the render has no kss-descheduler ConfigMap with policy.yaml, or not its 3 RBAC objects (%d), or no Deployment with --descheduling-interval", len(rbac))
+	}
+	out.RBAC = []byte(strings.Join(rbac, "---\n"))
+	return out, nil
+}
+
+// RenderChartDescheduler renders the chart (helm template, release kss in kube-system) with
+// descheduler.enabled and sets (key=value, as --set takes them) and returns its descheduler.
+func RenderChartDescheduler(ctx context.Context, helm string, sets ...string) (ChartDescheduler, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return ChartDescheduler{}, err
+	}
+	home, err := os.MkdirTemp("", "helm-home-")
+	if err != nil {
+		return ChartDescheduler{}, err
+	}
+	defer os.RemoveAll(home)
+	args := []string{"template", "kss", filepath.Join(root, "charts", "kube-safe-scheduler"), "--namespace", "kube-system",
+		"--kube-version", "v1.37.1", "--set", "descheduler.enabled=true"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return ChartDescheduler{}, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return DeschedulerFromChart(out)
 }

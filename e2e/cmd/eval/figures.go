@@ -50,7 +50,22 @@ type Figures struct {
 	RunStretch     float64
 	GroupsPartial  int
 	HeldCPUMinutes float64
+	// HotSpell is the mean simulated minutes from a node turning hot (cpu or memory above 90 %)
+	// to cool (at most 90 %), at the samples' resolution, over the spells of the measured time;
+	// a spell still going at the end counts until the end (and one going at its start, from
+	// the start), so the mean is a lower bound.
+	HotSpell float64
+	// The descheduler's evictions (+descheduler runs; 0 elsewhere): EvictionsPerHour those of
+	// the measured time per simulated hour; EvictedShare all of them over the pods placed
+	// (replacements included); EvictedAgain the workloads' pods evicted more than once (a pod
+	// and its replacements count as one); EvictedQuickly those evicted twice within 10
+	// simulated minutes.
+	EvictionsPerHour, EvictedShare float64
+	EvictedAgain, EvictedQuickly   int
 }
+
+// hotLevel is the utilization above which a node is hot (HotSpell).
+const hotLevel = 0.9
 
 // Accumulate computes the utilization figures of samples.
 func Accumulate(samples []Sample) Figures {
@@ -60,6 +75,11 @@ func Accumulate(samples []Sample) Figures {
 	}
 	nodes := len(samples[0].CPU)
 	perNode := make([][]float64, nodes)
+	hotSince := make([]float64, nodes) // minute the node turned hot, -1 when cool
+	for n := range hotSince {
+		hotSince[n] = -1
+	}
+	var spells []float64
 	var inUseCPU, inUseMem, inUseSpan float64
 	for _, s := range samples {
 		f.Minutes += s.Span
@@ -68,6 +88,13 @@ func Accumulate(samples []Sample) Figures {
 		for n := range s.CPU {
 			u := math.Max(s.CPU[n], s.Mem[n])
 			perNode[n] = append(perNode[n], u)
+			switch {
+			case u > hotLevel && hotSince[n] < 0:
+				hotSince[n] = s.Minute
+			case u <= hotLevel && hotSince[n] >= 0:
+				spells = append(spells, s.Minute-hotSince[n])
+				hotSince[n] = -1
+			}
 			for i, th := range Thresholds {
 				if u > th {
 					f.Overload[i] += s.Span
@@ -103,6 +130,19 @@ func Accumulate(samples []Sample) Figures {
 	}
 	for _, u := range perNode {
 		f.WorstP99 = math.Max(f.WorstP99, quantile(u, 0.99))
+	}
+	end := samples[len(samples)-1].Minute
+	for _, since := range hotSince {
+		if since >= 0 {
+			spells = append(spells, end-since)
+		}
+	}
+	if len(spells) > 0 {
+		sum := 0.0
+		for _, d := range spells {
+			sum += d
+		}
+		f.HotSpell = sum / float64(len(spells))
 	}
 	return f
 }

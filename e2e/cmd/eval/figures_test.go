@@ -96,3 +96,28 @@ func TestGenerateSeeded(t *testing.T) {
 		t.Errorf("usage %v %v then %v %v", u1, m1, u2, m2)
 	}
 }
+
+// TestHotSpellsByHand: node 0 turns hot at minute 2 and cool at minute 5 (3 minutes); node 1
+// turns hot at minute 4 and is still hot at the end, minute 6 (2 minutes, counted to the end);
+// node 2 never turns hot. Mean 2.5.
+func TestHotSpellsByHand(t *testing.T) {
+	var samples []Sample
+	for m, u := range [][]float64{{0.5, 0.5, 0.1}, {0.95, 0.5, 0.1}, {0.92, 0.5, 0.1}, {0.99, 0.91, 0.1}, {0.9, 1.2, 0.1}, {0.3, 0.95, 0.1}} {
+		samples = append(samples, Sample{Minute: float64(m + 1), Span: 1, CPU: u, Mem: []float64{0, 0, 0}, Running: []int{1, 1, 1}})
+	}
+	if f := Accumulate(samples); f.HotSpell != 2.5 {
+		t.Errorf("hot spell mean %v min, want 2.5", f.HotSpell)
+	}
+}
+
+// TestEvictionFiguresByHand: lineage a evicted at minutes 1 and 5 (twice within 10 minutes), b
+// at 2 and 30 (twice, 28 minutes apart), c at 40; a warm-up of 2 minutes leaves out a's first
+// eviction; 60 minutes measured, 100 pods placed.
+func TestEvictionFiguresByHand(t *testing.T) {
+	f := Figures{Minutes: 60, Placed: 100}
+	evictionFigures(&f, []eviction{{time.Minute, "a"}, {2 * time.Minute, "b"}, {5 * time.Minute, "a"}, {30 * time.Minute, "b"}, {40 * time.Minute, "c"}}, 2*time.Minute)
+	if f.EvictionsPerHour != 4 || f.EvictedShare != 0.05 || f.EvictedAgain != 2 || f.EvictedQuickly != 1 {
+		t.Errorf("evictions/h %v (want 4), evictions/placed %v (0.05), evicted again %d (2), twice within 10 min %d (1)",
+			f.EvictionsPerHour, f.EvictedShare, f.EvictedAgain, f.EvictedQuickly)
+	}
+}

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -167,6 +168,26 @@ func main() {
 	}
 	if rc.AnnotatorBin, err = buildAnnotator(); err != nil {
 		fail("%v", err)
+	}
+	for _, s := range scheds {
+		if !s.Descheduler {
+			continue
+		}
+		// The descheduler and its policy, once, before any run's clock starts.
+		ctx := context.Background()
+		if _, err := harness.BuildDescheduler(ctx, os.Stderr); err != nil {
+			fail("%v", err)
+		}
+		helm, err := harness.Helm(ctx, os.Stderr)
+		if err != nil {
+			fail("%v", err)
+		}
+		d, err := harness.RenderChartDescheduler(ctx, helm, "descheduler.lowNodeUtilization.source=KubernetesMetrics")
+		if err != nil {
+			fail("the chart's descheduler: %v", err)
+		}
+		rc.Descheduler = &d
+		break
 	}
 	if *out == "" {
 		root, err := harness.RepoRoot()

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
 // columns of the table: header and value of a result.
@@ -38,13 +41,29 @@ var columns = []struct {
 	{"room held by waiting members cpu-min", func(f Figures) float64 { return f.HeldCPUMinutes }, 0, func(f *Figures, v float64) { f.HeldCPUMinutes = v }},
 	{"longest sample gap min", func(f Figures) float64 { return f.MaxGap }, 1, func(f *Figures, v float64) { f.MaxGap = v }},
 	{"pod run / given", func(f Figures) float64 { return f.RunStretch }, 2, func(f *Figures, v float64) { f.RunStretch = v }},
+	{"hot spell mean min", func(f Figures) float64 { return f.HotSpell }, 1, func(f *Figures, v float64) { f.HotSpell = v }},
+	{"evictions/h", func(f Figures) float64 { return f.EvictionsPerHour }, 1, func(f *Figures, v float64) { f.EvictionsPerHour = v }},
+	{"evictions / placed", func(f Figures) float64 { return f.EvictedShare }, 3, func(f *Figures, v float64) { f.EvictedShare = v }},
+	{"pods evicted >1", func(f Figures) float64 { return float64(f.EvictedAgain) }, 0, func(f *Figures, v float64) { f.EvictedAgain = int(v) }},
+	{"evicted twice <10 min", func(f Figures) float64 { return float64(f.EvictedQuickly) }, 0, func(f *Figures, v float64) { f.EvictedQuickly = int(v) }},
 }
 
 // runHeader is results.md's opening for a run: the command and its settings.
 func runHeader(command string, rc RunConfig, seeds []uint64) string {
 	return fmt.Sprintf("Command: `%s`\n\n", command) + fmt.Sprintf("Seeds %v; %d nodes of 16 cpu / 64 GiB; %.0f simulated minutes per run (first %.0f not measured); "+
 		"pods' mean run %.0f min; simulated time runs %.0fx real time; usage %s.\n\n",
-		seeds, rc.Cluster.Nodes, rc.Duration.Minutes(), rc.Warmup.Minutes(), rc.MeanRun.Minutes(), rc.Speed, usageName(rc.Model))
+		seeds, rc.Cluster.Nodes, rc.Duration.Minutes(), rc.Warmup.Minutes(), rc.MeanRun.Minutes(), rc.Speed, usageName(rc.Model)) + deschedulerNote(rc)
+}
+
+// deschedulerNote is runHeader's line on the +descheduler runs, when the invocation has some.
+func deschedulerNote(rc RunConfig) string {
+	if rc.Descheduler == nil {
+		return ""
+	}
+	return fmt.Sprintf("+descheduler: sigs.k8s.io/descheduler %s with the chart's policy for the metrics server, every %s simulated (%s real); "+
+		"its metrics collector reads every 5 s real (%.0f s simulated), its smoothing scaled to simulated time. The lab creates no PodDisruptionBudget: "+
+		"the evictions violate none (0, by construction; the e2e tests show budgets honoured).\n\n",
+		harness.DeschedulerVersion, rc.Descheduler.Interval, max(time.Second, rc.real(rc.Descheduler.Interval)), collectorPeriod.Seconds()*rc.Speed)
 }
 
 // usageName describes the usage model of a run.

@@ -49,6 +49,9 @@ type RunConfig struct {
 	// find a pod's ReplicaSets by selector) sees the pod's siblings. Without it the owner is
 	// only a reference, and the default spreading finds none.
 	OwnerObjects bool
+	// Descheduler is the chart's descheduler (its policy for the metrics server, its RBAC and
+	// interval), rendered once; the runs of a Scheduler with Descheduler need it.
+	Descheduler *harness.ChartDescheduler
 }
 
 // Point is one moment of a run's time series.
@@ -178,6 +181,21 @@ type tracker struct {
 	// counted from when it handles the Running pod, so a loaded machine lengthens lives.
 	ranReal, ranPlanned float64
 	done                []string // terminated, to delete
+	// Evictions (the descheduler's): evicted pods, to delete at once as a kubelet would end
+	// them; their replacements, to create, as the pod's controller would; each eviction, in
+	// order; each replacement's lineage (the name of the workload's pod it descends from) and
+	// each lineage's replacements so far.
+	kill        []string
+	replace     []*PodPlan
+	evictions   []eviction
+	lineage     map[string]string
+	generations map[string]int
+}
+
+// eviction is one pod evicted: when (simulated) and its lineage.
+type eviction struct {
+	at      time.Duration
+	lineage string
 }
 
 func (tr *tracker) now() time.Duration {
@@ -210,6 +228,10 @@ func (tr *tracker) observe(obj any) {
 	if st.over {
 		return
 	}
+	if pod.DeletionTimestamp != nil {
+		tr.evictedLocked(st, at)
+		return
+	}
 	switch pod.Status.Phase {
 	case corev1.PodRunning:
 		if !st.running {
@@ -229,6 +251,80 @@ func (tr *tracker) observe(obj any) {
 		st.running, st.over = false, true
 		tr.done = append(tr.done, pod.Name)
 	}
+}
+
+// deleted handles a pod deleted from the API: one the lab did not delete (it deletes only the
+// pods that are over) was evicted.
+func (tr *tracker) deleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if st := tr.pods[pod.Name]; st != nil && !st.over {
+		tr.evictedLocked(st, time.Now())
+	}
+}
+
+// evictedLocked records the eviction of a pod that was not over: it stops running (as a
+// kubelet would end it; the lab deletes it at once), and a replacement is queued, as its
+// controller would create one: a ReplicaSet's pod gets the rest of its run time, a Job's pod
+// starts its work again. A pod of no workload (no owner) is not replaced. tr.mu must be held.
+func (tr *tracker) evictedLocked(st *podState, at time.Time) {
+	st.running, st.over = false, true
+	tr.kill = append(tr.kill, st.plan.Name)
+	if st.node < 0 {
+		return // deleted before it was bound: not an eviction
+	}
+	lineage := tr.lineage[st.plan.Name]
+	if lineage == "" {
+		lineage = st.plan.Name
+	}
+	tr.evictions = append(tr.evictions, eviction{at: tr.now(), lineage: lineage})
+	if st.plan.Workload == "" {
+		return
+	}
+	next := *st.plan
+	tr.generations[lineage]++
+	next.Name = fmt.Sprintf("%s-r%d", lineage, tr.generations[lineage])
+	next.Arrive = tr.now()
+	if next.OwnerKind == "ReplicaSet" && !st.started.IsZero() {
+		ran := time.Duration(float64(at.Sub(st.started)) * tr.rc.Speed)
+		next.Duration = max(time.Second, st.plan.Duration-ran)
+	}
+	tr.lineage[next.Name] = lineage
+	tr.replace = append(tr.replace, &next)
+}
+
+// metricsUsage is what the lab's metrics.k8s.io server reports (the descheduler reads it): each
+// running pod's true usage now, and each node's, the sum of its pods' (at most its allocatable,
+// as a node cannot use more than it has).
+func (tr *tracker) metricsUsage(context.Context) (harness.MetricsUsage, error) {
+	t := tr.now()
+	out := harness.MetricsUsage{Nodes: map[string]harness.ResourceUsage{}, Pods: map[types.NamespacedName]harness.ResourceUsage{}}
+	cpu, mem := make([]float64, tr.rc.Cluster.Nodes), make([]float64, tr.rc.Cluster.Nodes)
+	tr.mu.Lock()
+	for name, st := range tr.pods {
+		if !st.running || st.node < 0 {
+			continue
+		}
+		c, m := tr.rc.Model.Usage(tr.seed, st.plan, t)
+		out.Pods[types.NamespacedName{Namespace: "default", Name: name}] = harness.ResourceUsage{MilliCPU: int64(c), Memory: int64(m)}
+		cpu[st.node] += c
+		mem[st.node] += m
+	}
+	tr.mu.Unlock()
+	for i := range cpu {
+		out.Nodes[nodeName(i)] = harness.ResourceUsage{
+			MilliCPU: int64(math.Min(cpu[i], float64(tr.rc.Cluster.CPU))),
+			Memory:   int64(math.Min(mem[i], float64(tr.rc.Cluster.Memory))),
+		}
+	}
+	return out, nil
 }
 
 // usage returns each node's true cpu (millicores) and memory (bytes) demand and running pods
@@ -399,7 +495,8 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	wg.Wait()
 	c.StartKwok(t, []byte(stages(w.BadNodes)))
 
-	tr := &tracker{rc: rc, seed: seed, pods: map[string]*podState{}, nodeIdx: map[string]int{}, groupMin: map[string]int{}}
+	tr := &tracker{rc: rc, seed: seed, pods: map[string]*podState{}, nodeIdx: map[string]int{}, groupMin: map[string]int{},
+		lineage: map[string]string{}, generations: map[string]int{}}
 	for _, p := range w.Pods {
 		if p.Group != "" {
 			tr.groupMin[p.Group] = p.GroupMin
@@ -411,7 +508,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithNamespace("default"))
 	inf := factory.Core().V1().Pods().Informer()
 	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: tr.observe, UpdateFunc: func(_, o any) { tr.observe(o) },
+		AddFunc: tr.observe, UpdateFunc: func(_, o any) { tr.observe(o) }, DeleteFunc: tr.deleted,
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
@@ -481,6 +578,9 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		running = c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
 	}
 
+	if s.Descheduler {
+		startDescheduler(t, c, rc, tr)
+	}
 	if rc.OwnerObjects {
 		createOwners(t, c, w)
 	}
@@ -550,6 +650,18 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 			create <- &w.Pods[next]
 			next++
 		}
+		tr.mu.Lock()
+		kill, replace := tr.kill, tr.replace
+		tr.kill, tr.replace = nil, nil
+		tr.mu.Unlock()
+		for _, name := range kill {
+			remove <- name
+		}
+		for _, p := range replace {
+			if now < rc.Duration {
+				create <- p
+			}
+		}
 		if now-lastSample >= time.Minute || now >= rc.Duration {
 			cpu, mem, running := tr.usage(now)
 			s := Sample{Minute: now.Minutes(), Span: (now - lastSample).Minutes(), CPU: cpu, Mem: mem, Running: running}
@@ -617,7 +729,62 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		f.RunStretch = tr.ranReal / tr.ranPlanned
 	}
 	f.BindP50, f.BindP99 = quantile(tr.bind, 0.5), quantile(tr.bind, 0.99)
+	evictionFigures(f, tr.evictions, rc.Warmup)
 	return res
+}
+
+// evictionFigures sets f's eviction figures from evictions (in order): those after warmup per
+// simulated hour measured, all over the pods placed, the lineages (a workload's pod and its
+// replacements) evicted more than once, and those evicted twice within 10 simulated minutes.
+func evictionFigures(f *Figures, evictions []eviction, warmup time.Duration) {
+	last := map[string]time.Duration{}
+	count := map[string]int{}
+	quick := map[string]bool{}
+	measured := 0
+	for _, e := range evictions {
+		if e.at >= warmup {
+			measured++
+		}
+		if prev, ok := last[e.lineage]; ok && e.at-prev < 10*time.Minute {
+			quick[e.lineage] = true
+		}
+		last[e.lineage] = e.at
+		count[e.lineage]++
+	}
+	if f.Minutes > 0 {
+		f.EvictionsPerHour = float64(measured) / (f.Minutes / 60)
+	}
+	if f.Placed > 0 {
+		f.EvictedShare = float64(len(evictions)) / float64(f.Placed)
+	}
+	for _, n := range count {
+		if n > 1 {
+			f.EvictedAgain++
+		}
+	}
+	f.EvictedQuickly = len(quick)
+}
+
+// The descheduler's client identity: the chart's service account.
+const deschedulerUser = "system:serviceaccount:kube-system:kss-descheduler"
+
+// startDescheduler runs the real descheduler beside the scheduler, as the chart runs it: its
+// policy for the metrics server and its RBAC (rc.Descheduler), its interval in simulated time.
+// It reads the lab's usage (tr.metricsUsage) through a metrics.k8s.io server behind the
+// aggregation layer, as it reads metrics-server in a cluster; its collector's smoothing, fixed
+// in real time, is scaled to simulated time (collectorClock; docs/quality.md, "Schedulers").
+func startDescheduler(t harness.T, c *harness.Cluster, rc RunConfig, tr *tracker) {
+	t.Helper()
+	if rc.Descheduler == nil {
+		t.Fatalf("a +descheduler scheduler without the chart's descheduler rendered")
+	}
+	c.StartMetricsAPI(t, tr.metricsUsage, newCollectorClock(rc.Speed).read)
+	c.Apply(t, rc.Descheduler.RBAC, false)
+	c.StartDescheduler(t, harness.DeschedulerOptions{
+		Policy:     rc.Descheduler.Policy,
+		Kubeconfig: c.KubeconfigFor(t, deschedulerUser, "system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"),
+		Interval:   max(time.Second, rc.real(rc.Descheduler.Interval)),
+	})
 }
 
 func point(s Sample) Point {

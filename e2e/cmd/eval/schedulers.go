@@ -39,6 +39,11 @@ type Scheduler struct {
 	// Trimaran runs Config with the lab's scheduler (e2e/cmd/lab-scheduler: kube-scheduler with
 	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
 	Trimaran bool
+	// Descheduler runs the real descheduler (sigs.k8s.io/descheduler) beside the scheduler with
+	// the chart's policy for the metrics server (LowNodeUtilization on actual usage, thresholds
+	// from safe's), reading the lab's usage through a metrics.k8s.io server (startDescheduler);
+	// the lab recreates each pod it evicts, as the pod's controller would.
+	Descheduler bool
 }
 
 // labSchedulerName is the profile of the kube-scheduler configurations below.
@@ -104,6 +109,10 @@ var Schedulers = []Scheduler{
       safeVarianceSensitivity: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
+	{Name: "defaults+descheduler", About: "kube-scheduler v1.37 defaults, and the descheduler's LowNodeUtilization on actual usage with the chart's policy (over 90 % is over-used, under 60 % has room; one eviction per node per run, every 2 min)",
+		Config: configHead, Descheduler: true},
+	{Name: "safe+descheduler", About: "safe (yamlfiles/extender.safe.congestion.yaml), and the descheduler as in defaults+descheduler",
+		File: "extender.safe.congestion.yaml", Descheduler: true},
 	{Name: "safe-learn", About: "safe with the annotator's usage learner on (reading the lab's Prometheus) and SAFE_ESTIMATE=learned: a pod's demand is its workload's learned p90 usage, not its request (issue 37)",
 		File: "extender.safe.congestion.yaml", Learner: true, Env: map[string]map[string]string{"safe": {"SAFE_ESTIMATE": "learned", "SAFE_ESTIMATE_NAMESPACE": "kube-system"}}},
 	{Name: "safe-arrivals", About: "safe, SAFE_PLACED=arrivals: the pods placed since the statistics counted, not the growth of the requests",
