@@ -9,34 +9,76 @@ import (
 )
 
 // nodeEntry is what the agent remembers of one version of a node (Agent.nodes, by name and
-// resourceVersion): its inputs, and the latest answer of each function for one demand at
-// one generation of the node's pods.
-//
-// A node's statistics change every few minutes and its pods with each placement on it, while
-// the scheduler asks about every node for every pod: the adaptive filter judges the whole list
-// (its verdicts depend on it), where the scheduler reads about a third at 2000 nodes. With the
-// answers remembered, judging a node whose statistics and pods have not changed since the last
-// pod of the same request is two lookups (this entry and the pods' generation) instead of the
-// placed load, both resources' utilization, the risk and, for a rejection, its reason.
-//
-// An answer depends on the node (its version: inputs, allocatable), the pod's demand, the load
-// placed since the statistics and the node's requests (both read from the node's pods: their
-// generation, read before them, changes whenever they do and never comes back), the
-// agent's configuration, and the time through the statistics' freshness only. So an answer is
-// remembered only while the statistics are fresh (answerKey): a stale node is judged anew on
-// every call, its reason saying its age.
+// resourceVersion): its inputs, and what it prepared of them for every pod (prepared).
 type nodeEntry struct {
 	rv string // the node's resourceVersion
 	in nodeInputs
-	// verdicts are the filter's latest verdicts: [0] for the node as it is (no demand), [1]
-	// for a pod's demand (the adaptive filter may ask both in one call).
-	verdicts [2]atomic.Pointer[verdictMemo]
-	// scores are the priorities' latest scores, by slot (overloadSlot, balanceSlot,
-	// fineBalanceSlot).
+	// prepared is the node prepared at the latest generation of its pods asked about.
+	prepared atomic.Pointer[prepared]
+}
+
+// prepared is a node prepared for every pod: what the answers of one version of a node (its
+// nodeEntry) need besides the pod, at one generation of its pods and one estimator version, and
+// the answers given for each class of demand since (classAnswers).
+//
+// A node's statistics change every few minutes and its pods with each placement on it, while
+// the scheduler asks about every node for every pod. An answer depends on the node (its version:
+// inputs, allocatable), the load placed since the statistics and the node's requests (both read
+// from the node's pods: their generation, read before them, changes whenever they do and never
+// comes back), the pod's demand (its estimate) and, for a rejection's reason, its estimate's
+// evidence, the agent's configuration, and the time through the statistics' freshness only. So
+// the node part (base: the inputs with the placed load and the requests, what measure reads of
+// the cluster) is read once per generation and estimator version; a pod's answer is then a
+// lookup by its demand among the classes the node was asked about (pods of one workload ask
+// the same), or, for a new class, both resources' utilization and risk from base, with no read
+// of the cluster. Nothing is prepared for a node whose statistics are stale at the call's time
+// (judged anew on every call, its reason saying its age), nor without a resourceVersion.
+//
+// The risk is not monotone in the demand (README, "Known behaviour of the definition": the
+// moment-fitted Beta's risk can fall as mu grows), so no demand threshold stands for the
+// filter's verdict: each class is judged (by the same code as the per-pod reference,
+// judgeOne and scoreOne) and remembered.
+type prepared struct {
+	generation int64  // of the node's pods (0 without NodePods)
+	version    uint64 // the estimator's
+	base       nodeBase
+	// classes are the answers by class of demand, replaced in turn past classSlots.
+	classes [classSlots]atomic.Pointer[classAnswers]
+	next    atomic.Uint32
+}
+
+// classSlots is how many classes of demand a prepared node remembers answers for: pods of a few
+// workloads in turn each find theirs (a single slot per node made every pod of a mix of
+// requests judge every node anew).
+const classSlots = 8
+
+// classKey is a class of demand: the pod's estimate and, when it is learned, its source (a
+// rejection's reason names the evidence; a pod judged without its demand has none).
+type classKey struct {
+	d       demand
+	learned bool
+	source  string
+}
+
+// classOf returns the class of call c's demand.
+func classOf(c *call) classKey {
+	if !c.learned || c.d == (demand{}) {
+		return classKey{d: c.d}
+	}
+	return classKey{d: c.d, learned: true, source: c.source}
+}
+
+// classAnswers are a prepared node's answers for one class of demand, each stored once known:
+// immutable once stored, a reader racing a writer sees none (and computes the same) or the one
+// stored.
+type classAnswers struct {
+	key     classKey
+	verdict atomic.Pointer[framework.Verdict]
+	// scores are the priorities' scores, by slot (overloadSlot, balanceSlot, fineBalanceSlot).
 	scores [3]atomic.Pointer[scoreMemo]
 }
 
-// Slots of nodeEntry.scores.
+// Slots of classAnswers.scores.
 const (
 	overloadSlot = iota
 	balanceSlot
@@ -44,37 +86,22 @@ const (
 	fineBalanceSlot
 )
 
-// verdictSlot is the place in nodeEntry.verdicts of a call's demand.
-func verdictSlot(d demand) int {
-	if d == (demand{}) {
-		return 0
-	}
-	return 1
-}
-
-// answerKey is what an answer remembered in a nodeEntry was computed for, besides the node's
-// version.
-type answerKey struct {
-	generation int64 // of the node's pods (0 without NodePods)
-	d          demand
-	// version is the estimator's (the placed pods' estimates); source the learned estimate's
-	// (a rejection's reason names its evidence).
-	version uint64
-	source  string
-}
-
-// verdictMemo and scoreMemo are immutable once stored: a reader racing a writer sees the
-// older answer or the newer one, whole.
-type verdictMemo struct {
-	key answerKey
-	v   framework.Verdict
-}
-
 type scoreMemo struct {
-	key answerKey
-	s   int64
+	s int64
 	// has: some resource of the node has statistics (see Agent.score).
 	has bool
+}
+
+// class returns p's answers for class k, empty ones (kept) when k is new.
+func (p *prepared) class(k classKey) *classAnswers {
+	for i := range p.classes {
+		if ca := p.classes[i].Load(); ca != nil && ca.key == k {
+			return ca
+		}
+	}
+	ca := &classAnswers{key: k}
+	p.classes[(p.next.Add(1)-1)%classSlots].Store(ca)
+	return ca
 }
 
 // entryBatch is how many nodes' entries entries looks up under one lock.
@@ -95,23 +122,29 @@ func (a *Agent) entries(nodes []*corev1.Node, out []*nodeEntry) {
 	a.nodes.Get(nodes, out, func(n *corev1.Node) *nodeEntry { return &nodeEntry{rv: n.ResourceVersion, in: a.readNode(n)} })
 }
 
-// answerKey returns the key of n's answers for call c, keep false when they may not be
-// remembered: n has no resourceVersion (its entry is not kept), its statistics are stale at the
-// call's time, the agent reads the cluster without a generation of the node's pods to key the
-// answers by (placeSince's walk of every pod), or the call prints a table (want false).
-func (a *Agent) answerKey(n *corev1.Node, e *nodeEntry, c *call, want bool) (key answerKey, keep bool) {
+// prepare returns n's prepared form for call c (e: n's entry), from e while n's pods and the
+// estimator are unchanged, or nil when the answer must be judged per pod: n has no
+// resourceVersion (its entry is not kept), its statistics are stale at the call's time, the
+// agent reads the cluster without a generation of the node's pods to key them by (placeSince's
+// walk of every pod), or the call prints a table (want false).
+func (a *Agent) prepare(n *corev1.Node, e *nodeEntry, c *call, want bool) *prepared {
 	if !want || n.ResourceVersion == "" || (a.pods == nil && a.cluster != nil) {
-		return answerKey{}, false
+		return nil
 	}
 	if a.maxAge > 0 && (e.in.cpu.measured || e.in.memory.measured) && e.in.stamp.freshness(c.now, a.maxAge).stale {
-		return answerKey{}, false
+		return nil
 	}
-	key.d, key.version = c.d, c.version
-	if c.d != (demand{}) {
-		key.source = c.source
-	}
+	var generation int64
 	if a.pods != nil {
-		key.generation = a.pods.PodsGeneration(n.Name)
+		generation = a.pods.PodsGeneration(n.Name) // before the pods: never newer than what is read
 	}
-	return key, true
+	if p := e.prepared.Load(); p != nil && p.generation == generation && p.version == c.version {
+		return p
+	}
+	// The load placed since the statistics as placeSince prepares it for any call (a call
+	// that skipped it, the filter off, must not prepare a node without it).
+	pc := call{version: c.version, indexed: a.pods != nil && a.cluster != nil && a.share > 0}
+	p := &prepared{generation: generation, version: c.version, base: a.base(n, &e.in, &e.in.cpu, &e.in.memory, a.placed(n, &e.in, &pc))}
+	e.prepared.Store(p) // racing calls prepare the same, or a newer generation that the next call replaces
+	return p
 }

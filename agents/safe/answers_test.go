@@ -168,8 +168,7 @@ func TestAnswersMatchFresh(t *testing.T) {
 			d := podDemand(pod)
 			for _, n := range subset {
 				if e := kept.entry(n); n.ResourceVersion != "" {
-					key, keep := kept.answerKey(n, e, &call{d: d, now: now}, true)
-					if m := e.scores[overloadSlot].Load(); keep && m != nil && m.key == key {
+					if p := kept.prepare(n, e, &call{d: d, now: now}, true); p != nil && p.class(classKey{d: d}).scores[overloadSlot].Load() != nil {
 						remembered++
 					}
 				}

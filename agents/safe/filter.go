@@ -55,10 +55,12 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 	return out, nil
 }
 
-// judgeNodes writes the filter's verdict on every node into out, with the call's demand.
+// judgeNodes writes the filter's verdict on every node into out, with the call's demand: from
+// the node prepared for every pod (answers.go), or judged per pod (judgeOne) when it cannot be
+// prepared (stale statistics, no resourceVersion, a table to print).
 func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
-	slot := verdictSlot(c.d)
+	class := classOf(c)
 	judge := func(lo, hi int) {
 		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
@@ -66,24 +68,23 @@ func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out [
 				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
 			}
 			e := batch[i%entryBatch]
-			key, keep := a.answerKey(n, e, c, tbl == nil)
-			if keep {
-				if m := e.verdicts[slot].Load(); m != nil && m.key == key {
-					out[lo+i] = m.v
-					continue
+			if p := a.prepare(n, e, c, tbl == nil); p != nil {
+				ca := p.class(class)
+				v := ca.verdict.Load()
+				if v == nil {
+					cpu, memory := p.base.measures(c.d)
+					if r := a.rule(&cpu, &memory, freshness{}, c); r.Passes() {
+						v = &passes
+					} else {
+						v = &r
+					}
+					ca.verdict.Store(v)
 				}
+				out[lo+i] = *v
+				continue
 			}
-			cpu, memory, f := a.measure(n, &e.in, c)
-			if f.stale && a.reject {
-				out[lo+i] = framework.RejectUnresolvable(a.staleReason(f))
-			} else if a.cfg.Filter == FilterOff {
-				// only stale statistics reject
-			} else if cpuOK, memoryOK := a.acceptable(&cpu), a.acceptable(&memory); !cpuOK || !memoryOK {
-				out[lo+i] = framework.Reject(a.reason(&cpu, cpuOK, &memory, memoryOK, c))
-			}
-			if keep {
-				e.verdicts[slot].Store(&verdictMemo{key: key, v: out[lo+i]})
-			}
+			var cpu, memory measure
+			out[lo+i], cpu, memory = a.judgeOne(n, &e.in, c)
 			if tbl != nil {
 				result := "pass"
 				if !out[lo+i].Passes() {
@@ -99,6 +100,32 @@ func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out [
 	} else {
 		forChunks(len(nodes), judge)
 	}
+}
+
+// passes is the verdict that lets a node through, shared by the prepared nodes' classes (never
+// modified).
+var passes framework.Verdict
+
+// judgeOne is the filter's verdict on n (in: its inputs) for call c, computed per pod: the
+// reference the prepared answers are held to, with the measures it judged.
+func (a *Agent) judgeOne(n *corev1.Node, in *nodeInputs, c *call) (v framework.Verdict, cpu, memory measure) {
+	cpu, memory, f := a.measure(n, in, c)
+	return a.rule(&cpu, &memory, f, c), cpu, memory
+}
+
+// rule is the filter's verdict on a node of measures cpu and memory and freshness f, for call c.
+// With Stale reject, a node whose statistics are stale is rejected as unresolvable.
+func (a *Agent) rule(cpu, memory *measure, f freshness, c *call) framework.Verdict {
+	switch {
+	case f.stale && a.reject:
+		return framework.RejectUnresolvable(a.staleReason(f))
+	case a.cfg.Filter == FilterOff: // only stale statistics reject
+		return framework.Verdict{}
+	}
+	if cpuOK, memoryOK := a.acceptable(cpu), a.acceptable(memory); !cpuOK || !memoryOK {
+		return framework.Reject(a.reason(cpu, cpuOK, memory, memoryOK, c))
+	}
+	return framework.Verdict{}
 }
 
 // acceptable reports whether the filter lets the resource through.

@@ -82,7 +82,10 @@ func (a *Agent) measureNode(n *corev1.Node, c *call) (cpu, memory measure, f fre
 	return a.measure(n, &a.entry(n).in, c)
 }
 
-// measure is measureNode with n's inputs in.
+// measure is measureNode with n's inputs in: the per-pod computation, which reads the cluster
+// for the node (the placed load, its requests) on every call. The answers of a node prepared
+// for every pod (prepared, answers.go) come from its base, read once, and are held equal to
+// these (TestPreparedAnswersArePerPodAnswers).
 func (a *Agent) measure(n *corev1.Node, in *nodeInputs, c *call) (cpu, memory measure, f freshness) {
 	cpuIn, memoryIn := &in.cpu, &in.memory
 	if a.maxAge > 0 && (in.cpu.measured || in.memory.measured) {
@@ -95,19 +98,49 @@ func (a *Agent) measure(n *corev1.Node, in *nodeInputs, c *call) (cpu, memory me
 	if f.stale {
 		l = load{}
 	}
-	cpu = measureFrom(cpuIn, &cpuResource, c.d.cpu, l)
-	memory = measureFrom(memoryIn, &memoryResource, c.d.memory, l)
-	if (cpu.state == noStats || memory.state == noStats) && !a.noRequests {
-		if req, ok := a.requests(n, in); ok {
-			if cpu.state == noStats {
-				cpu = fromRequests(&cpuResource, req.cpu, allocatable(n, &cpuResource), c.d.cpu)
-			}
-			if memory.state == noStats {
-				memory = fromRequests(&memoryResource, req.memory, allocatable(n, &memoryResource), c.d.memory)
-			}
+	b := a.base(n, in, cpuIn, memoryIn, l)
+	cpu, memory = b.measures(c.d)
+	return cpu, memory, f
+}
+
+// nodeBase is what measure reads of a node before any pod's demand: both resources' inputs (none
+// when stale), the load placed since the statistics and, when a resource has no statistics, the
+// requests of the node's pods and its allocatable amounts.
+type nodeBase struct {
+	cpu, memory resourceInputs
+	l           load
+	// req are the node's requests, when known (reqKnown) and needed; alloc its allocatable
+	// cpu and memory then.
+	req, alloc demand
+	reqKnown   bool
+}
+
+// base reads n's base from its inputs in (cpuIn and memoryIn: its resources' inputs, or none
+// when stale) and the placed load l.
+func (a *Agent) base(n *corev1.Node, in *nodeInputs, cpuIn, memoryIn *resourceInputs, l load) nodeBase {
+	b := nodeBase{cpu: *cpuIn, memory: *memoryIn, l: l}
+	if (!cpuIn.measured || !memoryIn.measured) && !a.noRequests { // a resource will be noStats
+		b.req, b.reqKnown = a.requests(n, in)
+		b.alloc = demand{cpu: allocatable(n, &cpuResource), memory: allocatable(n, &memoryResource)}
+	}
+	return b
+}
+
+// measures applies the demand d to b: both resources' measures, with d added to the measured
+// usage and the placed load, or, for a resource without statistics, to the node's requests when
+// they are known.
+func (b *nodeBase) measures(d demand) (cpu, memory measure) {
+	cpu = measureFrom(&b.cpu, &cpuResource, d.cpu, b.l)
+	memory = measureFrom(&b.memory, &memoryResource, d.memory, b.l)
+	if b.reqKnown {
+		if cpu.state == noStats {
+			cpu = fromRequests(&cpuResource, b.req.cpu, b.alloc.cpu, d.cpu)
+		}
+		if memory.state == noStats {
+			memory = fromRequests(&memoryResource, b.req.memory, b.alloc.memory, d.memory)
 		}
 	}
-	return cpu, memory, f
+	return cpu, memory
 }
 
 // requests returns the summed requests of n's pods: from the cluster view when there is one,

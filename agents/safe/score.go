@@ -45,13 +45,14 @@ func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1
 // not count, one without allocatable scores 0. Stale statistics count as none, whatever the
 // Stale policy: a node with stale statistics scores 0. has, when not nil, is set for the nodes
 // with some resource judged or unjudgeable (those NodeScore does not give 0 for want of any).
-// slot is the scorer's place in nodeEntry.scores.
+// slot is the scorer's place in classAnswers.scores.
 func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
 	c := a.newCall(pod)
 	defer a.done("priorities/"+name, c)
 	a.placeSince(nodes, c)
 	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
+	class := classOf(c)
 	scoreRange := func(lo, hi int) {
 		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
@@ -59,31 +60,25 @@ func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.No
 				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
 			}
 			e := batch[i%entryBatch]
-			key, keep := a.answerKey(n, e, c, tbl == nil)
-			if keep {
-				if m := e.scores[slot].Load(); m != nil && m.key == key {
-					out[lo+i] = m.s
-					if has != nil {
-						has[lo+i] = m.has
-					}
-					continue
+			if p := a.prepare(n, e, c, tbl == nil); p != nil {
+				ca := p.class(class)
+				m := ca.scores[slot].Load()
+				if m == nil {
+					cpu, memory := p.base.measures(c.d)
+					m = &scoreMemo{}
+					m.s, m.has = a.scoreFrom(cpu, memory, of)
+					ca.scores[slot].Store(m)
 				}
+				out[lo+i] = m.s
+				if has != nil {
+					has[lo+i] = m.has
+				}
+				continue
 			}
-			cpu, memory, _ := a.measure(n, &e.in, c)
-			var cs, ms int64
-			if cpu.state.judged() {
-				cs = of(a, cpu)
-			}
-			if memory.state.judged() {
-				ms = of(a, memory)
-			}
-			out[lo+i] = NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats)
-			hasStats := cpu.state != noStats || memory.state != noStats
+			s, hasStats, cpu, memory := a.scoreOne(n, &e.in, c, of)
+			out[lo+i] = s
 			if has != nil {
 				has[lo+i] = hasStats
-			}
-			if keep {
-				e.scores[slot].Store(&scoreMemo{key: key, s: out[lo+i], has: hasStats})
 			}
 			if tbl != nil {
 				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))
@@ -97,4 +92,25 @@ func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.No
 		forChunks(len(nodes), scoreRange)
 	}
 	return out
+}
+
+// scoreOne is n's score by of (in: its inputs) for call c, computed per pod: the reference the
+// prepared answers are held to, with whether some resource has statistics and the measures.
+func (a *Agent) scoreOne(n *corev1.Node, in *nodeInputs, c *call, of scorer) (s int64, has bool, cpu, memory measure) {
+	cpu, memory, _ = a.measure(n, in, c)
+	s, has = a.scoreFrom(cpu, memory, of)
+	return s, has, cpu, memory
+}
+
+// scoreFrom is the score by of of a node of measures cpu and memory, and whether some resource
+// has statistics (or is unjudgeable).
+func (a *Agent) scoreFrom(cpu, memory measure, of scorer) (int64, bool) {
+	var cs, ms int64
+	if cpu.state.judged() {
+		cs = of(a, cpu)
+	}
+	if memory.state.judged() {
+		ms = of(a, memory)
+	}
+	return NodeScore(cs, cpu.state != noStats, ms, memory.state != noStats), cpu.state != noStats || memory.state != noStats
 }

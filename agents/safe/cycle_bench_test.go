@@ -1,0 +1,161 @@
+package safe
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+)
+
+// cycleCluster is a framework.Cluster and framework.NodePods over pods kept by node, as the
+// scheduler's snapshot keeps them (PodsOn reads one node's pods, not the cluster's), with a
+// generation per node from one counter. Placements happen between calls, never during one.
+type cycleCluster struct {
+	nodes       []*corev1.Node
+	byNode      map[string][]*corev1.Pod
+	generations map[string]int64
+	alloc       map[string]framework.Amounts // kept as pods come, as the cache and the snapshot keep it
+	last        int64
+}
+
+func (c *cycleCluster) place(p *corev1.Pod) {
+	c.byNode[p.Spec.NodeName] = append(c.byNode[p.Spec.NodeName], p)
+	cpu, memory := framework.CPUMemoryRequests(p)
+	a := framework.Amounts{corev1.ResourcePods: int64(len(c.byNode[p.Spec.NodeName]))}
+	old := c.alloc[p.Spec.NodeName]
+	a[corev1.ResourceCPU], a[corev1.ResourceMemory] = old[corev1.ResourceCPU]+cpu, old[corev1.ResourceMemory]+memory
+	c.alloc[p.Spec.NodeName] = a
+	c.last++
+	c.generations[p.Spec.NodeName] = c.last
+}
+
+func (c *cycleCluster) Node(string) (*corev1.Node, bool) { return nil, false }
+func (c *cycleCluster) HasSynced() bool                  { return true }
+func (c *cycleCluster) Nodes() []*corev1.Node            { return c.nodes }
+func (c *cycleCluster) Pods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pods := range c.byNode {
+		out = append(out, pods...)
+	}
+	return out
+}
+
+func (c *cycleCluster) Allocated(node string) framework.Amounts { return c.alloc[node] }
+
+func (c *cycleCluster) PodsGeneration(node string) int64 { return c.generations[node] }
+
+func (c *cycleCluster) PodsOn(node string) ([]*corev1.Pod, int64) {
+	return c.byNode[node], c.generations[node]
+}
+
+// cycleNodes returns a cycleCluster of n nodes of 16 cpu and 64 GiB carrying an annotator's
+// statistics (fixtures.UsageStatistics: a fifth near the thresholds), written 5 minutes before
+// now, one in twenty without, and 8 pods on each: half bound before the statistics, half
+// assumed since (counted in the placed load).
+func cycleNodes(n int, now time.Time) *cycleCluster {
+	c := &cycleCluster{byNode: map[string][]*corev1.Pod{}, generations: map[string]int64{}, alloc: map[string]framework.Amounts{}}
+	for i := range n {
+		annotations := map[string]string{}
+		if i%20 != 7 {
+			annotations = fixtures.UsageStatistics(i, 16000, 64<<30, now.Add(-5*time.Minute))
+		}
+		node := bigNode(fmt.Sprintf("node-%05d", i), annotations)
+		node.ResourceVersion = fmt.Sprint(i + 1)
+		c.nodes = append(c.nodes, node)
+		for k := range 8 {
+			var at time.Time
+			if k%2 == 0 {
+				at = now.Add(-time.Hour)
+			}
+			c.place(boundPod(fmt.Sprintf("bound-%d-%d", i, k), "250m", node.Name, at))
+		}
+	}
+	return c
+}
+
+// processCPU returns the user and system CPU time the process has used, in nanoseconds: on a
+// shared machine the steady figure (cpu-ns/op), where wall time per op waits for a CPU.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkPluginCycle is one pod's scheduling cycle in plugin mode, as scheduler/adapter calls
+// the agent (default configuration, through NodePods): the adaptive filter's ForList over the
+// whole list, its function on chunks of 16 consecutive nodes from where the last pod stopped
+// until kube-scheduler's number of feasible nodes is found, then safe-overload's score of the
+// feasible nodes; the pod is then placed on the first of them (its node's pods change).
+// uniform: every pod requests 100m and 128Mi (bench-e2e's pods); mixed: four requests in
+// turn (250m/512Mi, 500m/1Gi, 1/2Gi, 2/4Gi), as pods of several workloads come.
+func BenchmarkPluginCycle(b *testing.B) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	for _, n := range []int{2000, 5000} {
+		for _, mix := range []struct {
+			name    string
+			demands [][2]string
+		}{
+			{"uniform", [][2]string{{"100m", "128Mi"}}},
+			{"mixed", [][2]string{{"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"2", "4Gi"}}},
+		} {
+			b.Run(fmt.Sprintf("%s/nodes=%d", mix.name, n), func(b *testing.B) {
+				c := cycleNodes(n, now)
+				h := framework.NewHandle(nil)
+				h.Cluster, h.NodePods = c, c
+				a, err := New(DefaultConfig(), h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				a.now = func() time.Time { return now }
+				f := a.Filters()[0]
+				toFind := max(n*max(50-n/125, 5)/100, 100)
+				ctx := context.Background()
+				start := 0
+				b.ReportAllocs()
+				cpu0 := processCPU()
+				defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+				for i := 0; b.Loop(); i++ {
+					d := mix.demands[i%len(mix.demands)]
+					pod := boundPod(fmt.Sprintf("p-%d", i), d[0], "", time.Time{})
+					pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(d[1])
+					fn, err := f.ForList(ctx, pod, c.nodes)
+					if err != nil {
+						b.Fatal(err)
+					}
+					var feasible []*corev1.Node
+					k := 0
+					for ; k < n && len(feasible) < toFind; k += 16 {
+						lo := (start + k) % n
+						chunk := c.nodes[lo:min(lo+16, n)]
+						out, err := fn(ctx, pod, chunk)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for j, v := range out {
+							if v.Passes() {
+								feasible = append(feasible, chunk[j])
+							}
+						}
+					}
+					start = (start + k) % n
+					if _, err := a.scoreOverload(ctx, pod, feasible); err != nil {
+						b.Fatal(err)
+					}
+					if len(feasible) > 0 {
+						pod.Spec.NodeName = feasible[0].Name
+						c.place(pod)
+					}
+				}
+			})
+		}
+	}
+}
