@@ -93,14 +93,7 @@ func TestAnswersMatchFresh(t *testing.T) {
 			default: // statistics from 0 to 30 minutes ago
 				annotations = fixtures.UsageStatistics(i+iter*100+rv, 16000, 64<<30, now.Add(-time.Duration(r.IntN(30))*time.Minute))
 			}
-			if r.IntN(2) == 0 {
-				annotations[nodestats.StatisticsRequestedCPU] = strconv.Itoa(r.IntN(8000))
-				annotations[nodestats.StatisticsRequestedMemory] = strconv.Itoa(r.IntN(32) << 30)
-			}
-			if r.IntN(3) == 0 {
-				annotations[nodestats.RequestedCPU] = strconv.Itoa(r.IntN(16000))
-				annotations[nodestats.RequestedMemory] = strconv.Itoa(r.IntN(64) << 30)
-			}
+			randomRequested(r, annotations)
 			n := bigNode(fmt.Sprintf("n%d", i), annotations)
 			if r.IntN(10) > 0 {
 				n.ResourceVersion = strconv.Itoa(rv)
@@ -206,5 +199,18 @@ func TestAnswersMatchFresh(t *testing.T) {
 	}
 	if remembered < 1000 {
 		t.Errorf("only %d answers came from the memo: the test does not exercise it", remembered)
+	}
+}
+
+// randomRequested gives half the nodes the requests their statistics were taken at and a third
+// the annotator's current requests, as the annotator writes them.
+func randomRequested(r *rand.Rand, annotations map[string]string) {
+	if r.IntN(2) == 0 {
+		annotations[nodestats.StatisticsRequestedCPU] = strconv.Itoa(r.IntN(8000))
+		annotations[nodestats.StatisticsRequestedMemory] = strconv.Itoa(r.IntN(32) << 30)
+	}
+	if r.IntN(3) == 0 {
+		annotations[nodestats.RequestedCPU] = strconv.Itoa(r.IntN(16000))
+		annotations[nodestats.RequestedMemory] = strconv.Itoa(r.IntN(64) << 30)
 	}
 }

@@ -109,14 +109,7 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 					delete(annotations, nodestats.ForcastedFreeCPU)
 				}
 			}
-			if r.IntN(2) == 0 {
-				annotations[nodestats.StatisticsRequestedCPU] = strconv.Itoa(r.IntN(8000))
-				annotations[nodestats.StatisticsRequestedMemory] = strconv.Itoa(r.IntN(32) << 30)
-			}
-			if r.IntN(3) == 0 {
-				annotations[nodestats.RequestedCPU] = strconv.Itoa(r.IntN(16000))
-				annotations[nodestats.RequestedMemory] = strconv.Itoa(r.IntN(64) << 30)
-			}
+			randomRequested(r, annotations)
 			n := bigNode(fmt.Sprintf("n%d", i), annotations)
 			if r.IntN(12) > 0 {
 				n.ResourceVersion = strconv.Itoa(rv)
