@@ -85,19 +85,8 @@ func deschedulerLNU(t *testing.T, plugin bool) {
 	const interval = 30 * time.Second
 	const threshold = 0.90 // safe's utilization threshold, the chart's targetThresholds
 	sets := []string{"descheduler.lowNodeUtilization.source=KubernetesMetrics"}
-	var c *harness.Cluster
-	var sa, scheduler string
-	if plugin {
-		c, sa = startWithPluginServiceAccount(t)
-		scheduler = pluginSchedulerName
-		sets = append(sets, "mode=plugin")
-	} else {
-		c, sa = startWithServiceAccount(t)
-		scheduler = schedulerName
-	}
-	policy, rbac := deschedulerRender(t, sets...)
+	c, sa, scheduler, policy := deschedulerCluster(t, plugin, sets...)
 	mustContain(t, "the chart's policy", string(policy), "source: KubernetesMetrics", "cpu: 90", "cpu: 60")
-	c.Apply(t, rbac, false)
 
 	const mib = int64(1) << 20
 	u := &lnuUsage{c: c,

@@ -208,19 +208,10 @@ func TestPluginsDeschedulerTAS(t *testing.T) {
 func deschedulerTAS(t *testing.T, plugin bool) {
 	const interval = 5 * time.Second
 	sets := []string{"agents.telemetry.enabled=true", "descheduler.lowNodeUtilization.enabled=false", "descheduler.maxEvictionsPerNode=10"}
-	var c *harness.Cluster
-	var sa, scheduler string
-	if plugin {
-		c, sa = startWithPluginServiceAccount(t)
-		scheduler = pluginSchedulerName
-		sets = append(sets, "mode=plugin")
-	} else {
-		c, sa = startWithServiceAccount(t)
-		scheduler = schedulerName
+	c, sa, scheduler, policy := deschedulerCluster(t, plugin, sets...)
+	if !plugin {
 		c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "extender.telemetry.yaml"), false)
 	}
-	policy, rbac := deschedulerRender(t, sets...)
-	c.Apply(t, rbac, false)
 	c.ApplyFile(t, filepath.Join(repoRoot(t), "yamlfiles", "telemetry-policy-crd.yaml"), false)
 	applyWhenServed(t, c, telemetryPolicy)
 	cm := c.StartCustomMetrics(t)

@@ -16,6 +16,25 @@ import (
 // deschedulerRender renders the chart with the descheduler enabled (and sets) and returns the
 // descheduler's objects: its policy.yaml and the YAML of its ServiceAccount, ClusterRole and
 // ClusterRoleBinding.
+// deschedulerCluster starts the control plane for a descheduler test in extender or plugin mode,
+// with the scheduler's service account, renders the chart's descheduler with sets (plus
+// mode=plugin in plugin mode) and applies its RBAC. It returns the cluster, the service
+// account's kubeconfig, the scheduler's name and the rendered policy.
+func deschedulerCluster(t *testing.T, plugin bool, sets ...string) (c *harness.Cluster, sa, scheduler string, policy []byte) {
+	t.Helper()
+	if plugin {
+		c, sa = startWithPluginServiceAccount(t)
+		scheduler = pluginSchedulerName
+		sets = append(sets, "mode=plugin")
+	} else {
+		c, sa = startWithServiceAccount(t)
+		scheduler = schedulerName
+	}
+	policy, rbac := deschedulerRender(t, sets...)
+	c.Apply(t, rbac, false)
+	return c, sa, scheduler, policy
+}
+
 func deschedulerRender(t *testing.T, sets ...string) (policy, rbac []byte) {
 	t.Helper()
 	out, err := render(t, append([]string{"descheduler.enabled=true"}, sets...)...)
