@@ -173,7 +173,7 @@ func (w *storeWatch) latest(writer string) map[string]storeVersion {
 	return out
 }
 
-// firstBy returns each object's first version written by anyone but writer after since.
+// firstOther returns each object's first version written by anyone but writer after since.
 func (w *storeWatch) firstOther(writer string, since time.Time) map[string]storeVersion {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -196,7 +196,9 @@ func (w *storeWatch) flushes(writer string) []string {
 			out = append(out, v.written)
 		}
 	}
-	sort.Strings(out) // RFC 3339 in UTC with the same precision sorts by time
+	// By time: RFC 3339 with trailing zeros trimmed does not sort as text.
+	at := func(s string) time.Time { ts, _ := time.Parse(time.RFC3339Nano, s); return ts }
+	sort.Slice(out, func(i, j int) bool { return at(out[i]).Before(at(out[j])) })
 	return out
 }
 
@@ -247,8 +249,8 @@ func (m *chaosMode) killWriter(t *testing.T, w *storeWatch, name string, writer 
 	// writes the objects in turn; a kill between two leaves the rest one flush behind).
 	var behind []string
 	newest := ""
-	for _, v := range last {
-		newest = max(newest, v.written)
+	if len(flushes) > 0 {
+		newest = flushes[len(flushes)-1]
 	}
 	var previous string
 	if i := slices.Index(flushes, newest); i > 0 {
@@ -350,13 +352,18 @@ func (m *chaosMode) killUsageWriter(t *testing.T, ctx context.Context) fault {
 // for the leader's kill.
 func (m *chaosMode) killRewardWriter(t *testing.T, ctx context.Context) fault {
 	t.Helper()
-	id := leaseHolder(ctx, m.c, rewardObject)
-	i := slices.IndexFunc(m.replicas, func(s *harness.Scheduler) bool {
-		return !s.Exited() && rewardIdentity(t, s.Process, time.Minute) == id
+	// The holder may have exited on its own (a replica that cannot renew the scheduler's Lease
+	// in time on an overloaded API server exits): restart it as the kubelet would and wait for
+	// a running replica to hold the reward Lease.
+	i := -1
+	waitFor(t, "a running replica holding the reward Lease", 2*time.Minute, func() bool {
+		m.ensureReplicas(t)
+		id := leaseHolder(ctx, m.c, rewardObject)
+		i = slices.IndexFunc(m.replicas, func(s *harness.Scheduler) bool {
+			return !s.Exited() && rewardIdentity(t, s.Process, time.Minute) == id
+		})
+		return i >= 0
 	})
-	if i < 0 {
-		t.Fatalf("no running replica holds the reward Lease (holder %q)", id)
-	}
 	wasLeader := m.leader(t) == m.replicas[i]
 	oldHolder := m.holder(ctx)
 	f := m.killWriter(t, m.reward, "reward store writer SIGKILLed mid-write",
