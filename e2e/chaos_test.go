@@ -994,7 +994,8 @@ func httpTimeout(t *testing.T, config []byte) time.Duration {
 // (RewardNoWriter). StatisticsSourceFailing is reported, not required: in a 200-node run on
 // the loaded machine the annotator's statistics cycle logged one source error in a 91 s cut
 // (the learner's reads, on their own goroutine, failed every 2 s), so its error counter barely
-// moved; why is open (docs/operations.md, "Chaos run").
+// moved: most likely one cycle patching 200 nodes on the overloaded API server outlasted the cut
+// (docs/operations.md, "Chaos run").
 func (m *chaosMode) wantAlerts(fault string) []string {
 	switch {
 	case m.name == "extender" && fault == "extender SIGKILLed":
