@@ -456,10 +456,13 @@ func TestRewardReplicas(t *testing.T) {
 		tookOver.Round(time.Millisecond), written.Round(time.Millisecond), lease, flush)
 	// The follower acquires once it has seen no renewal for the Lease duration: it sees the
 	// leader's last renewal up to one retry period (lease/10, polled with up to 20 % jitter)
-	// late, and tries again one retry period later; 1s of slack for a loaded machine.
+	// late, and tries again one retry period later; 3s of slack for a process starved of CPU on
+	// a loaded machine (5.2s of the 5.96s a 1s slack allowed were seen under a load of 22). The
+	// limit stays under two Lease durations: a follower that waited out a second Lease (one
+	// that missed the expiry) fails it.
 	retry := lease / 10
-	if limit := lease + 12*retry/5 + time.Second; tookOver > limit {
-		t.Errorf("take-over took %s, longer than the Lease duration %s + 2.4 retry periods + 1s (%s)", tookOver, lease, limit)
+	if limit := lease + 12*retry/5 + 3*time.Second; tookOver > limit {
+		t.Errorf("take-over took %s, longer than the Lease duration %s + 2.4 retry periods + 3s (%s)", tookOver, lease, limit)
 	}
 	if rows, _, _ := storedRows(t, c); rows["spark/node-2"].N != 3 {
 		t.Errorf("after the take-over spark/node-2 has %d observations, want 3", rows["spark/node-2"].N)
