@@ -900,8 +900,10 @@ scrape_configs:
 		if strings.Contains(f.note, "restarted") && !strings.Contains(f.note, "standby") {
 			// A replica exited on a lost Lease: leading again is the Lease's own acquireTime
 			// (else when the test saw it renewed).
+			// Acquired before the recovery (the API server serves Leases before /readyz): the
+			// bound applies from the recovery.
 			f.leading = back
-			if acquired := m.acquired(ctx); acquired.After(f.recovered) && acquired.Before(back) {
+			if acquired := m.acquired(ctx); acquired.After(f.start) && acquired.Before(back) {
 				f.leading = acquired
 			}
 		}
