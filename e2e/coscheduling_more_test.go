@@ -109,18 +109,21 @@ func TestCoschedulingMinResources(t *testing.T) {
 			// Whichever member the scheduler judges once both exist is turned away for minResources:
 			// a member judged alone before is turned away for the quorum and waits, parked, for an
 			// event that may help (the second node below).
+			// Both waits are for a condition, bounded only against a hang (three binding timeouts:
+			// the group's members back off between attempts, longer on a loaded machine).
 			const reason = "pod group default/big: spec.minResources does not fit in the cluster's free room (summed over 1 nodes): cpu 8 requested, 4 free"
-			deadline := time.Now().Add(harness.BindingTimeout)
+			within := 3 * harness.BindingTimeout
+			deadline := time.Now().Add(within)
 			for !hasEvent(c.Events(t, "default", "big-0"), reason) && !hasEvent(c.Events(t, "default", "big-1"), reason) {
 				if time.Now().After(deadline) {
-					t.Fatalf("no FailedScheduling event naming minResources within %s; events:\n%s\n%s", harness.BindingTimeout,
+					t.Fatalf("no FailedScheduling event naming minResources within %s; events:\n%s\n%s", within,
 						harness.FormatEvents(c.Events(t, "default", "big-0")), harness.FormatEvents(c.Events(t, "default", "big-1")))
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			c.CreateNode(t, harness.NodeSpec{Name: "n2", CPU: "4"})
 			added := time.Now()
-			if d, ok := waitAllBound(t, c, []string{"big-0", "big-1"}, added, harness.BindingTimeout); !ok {
+			if d, ok := waitAllBound(t, c, []string{"big-0", "big-1"}, added, within); !ok {
 				t.Fatalf("not bound after a second node; events:\n%s", harness.FormatEvents(c.Events(t, "default", "big-0")))
 			} else {
 				t.Logf("%s: bound %.1fs after the second node", m.name, d.Seconds())

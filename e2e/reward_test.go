@@ -432,8 +432,10 @@ func TestRewardReplicas(t *testing.T) {
 	// both the Lease's own timestamps, so that a slow test process polling the Lease on a loaded
 	// machine does not count against the replicas. A renewal in flight at the kill may still land:
 	// the last one seen while the leader holds the Lease counts.
+	// The wait is for the condition (the follower holds the Lease), bounded only against a hang:
+	// how long it took is checked below from the Lease's own timestamps.
 	var lastRenew time.Time
-	deadline := killed.Add(lease + 10*time.Second)
+	deadline := killed.Add(2 * time.Minute)
 	for {
 		l := leaseRecord(t, c)
 		if l.holder == follower {
@@ -448,16 +450,19 @@ func TestRewardReplicas(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	tookOver := leaseRecord(t, c).acquire.Sub(lastRenew)
-	waitForStored(t, c, "late/node-2", 1, 2*lease)
+	waitForStored(t, c, "late/node-2", 1, time.Minute)
 	written := time.Since(killed)
 	t.Logf("leader killed; the follower held the Lease %s after the last renewal and had written the table %s after the kill (lease %s, flush %s)",
 		tookOver.Round(time.Millisecond), written.Round(time.Millisecond), lease, flush)
 	// The follower acquires once it has seen no renewal for the Lease duration: it sees the
 	// leader's last renewal up to one retry period (lease/10, polled with up to 20 % jitter)
-	// late, and tries again one retry period later; 1s of slack for a loaded machine.
+	// late, and tries again one retry period later; 3s of slack for a process starved of CPU on
+	// a loaded machine (5.2s of the 5.96s a 1s slack allowed were seen under a load of 22). The
+	// limit stays under two Lease durations: a follower that waited out a second Lease (one
+	// that missed the expiry) fails it.
 	retry := lease / 10
-	if limit := lease + 12*retry/5 + time.Second; tookOver > limit {
-		t.Errorf("take-over took %s, longer than the Lease duration %s + 2.4 retry periods + 1s (%s)", tookOver, lease, limit)
+	if limit := lease + 12*retry/5 + 3*time.Second; tookOver > limit {
+		t.Errorf("take-over took %s, longer than the Lease duration %s + 2.4 retry periods + 3s (%s)", tookOver, lease, limit)
 	}
 	if rows, _, _ := storedRows(t, c); rows["spark/node-2"].N != 3 {
 		t.Errorf("after the take-over spark/node-2 has %d observations, want 3", rows["spark/node-2"].N)
@@ -465,7 +470,7 @@ func TestRewardReplicas(t *testing.T) {
 	// The rows above may still be the leader's last write: wait until the follower has written
 	// the table before the recorder stops (its first flush comes up to one flush period after
 	// it takes the Lease).
-	for wrote := killed.Add(lease + 2*lease); ; time.Sleep(50 * time.Millisecond) {
+	for wrote := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if _, w, _ := storedRows(t, c); w == follower {
 			break
 		}
