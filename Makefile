@@ -129,8 +129,10 @@ eval: prometheus
 ## chaos: each mode's shipped configuration (extender sidecars; two kube-safe-scheduler replicas)
 ## on CHAOS_NODES nodes with CHAOS_PODS pods of workloads, faults injected while they schedule
 ## (extender SIGKILL, extender slowed past httpTimeout, kube-apiserver restart, leader replica
-## SIGKILL, statistics source cut past their maximum age); fails on a lost, doubled or unsafe
-## binding or a recovery over 10 s and prints one table (docs/operations.md, "Chaos run").
+## SIGKILL, statistics source cut past their maximum age, the reward and usage stores' writers
+## SIGKILLed mid-write); fails on a lost, doubled or unsafe binding, a store version not whole or
+## rows lost, or a recovery over 10 s (after an API server outage: from the re-lead), and prints
+## one table (docs/operations.md, "Chaos run").
 ## make test runs its short form (24 nodes, 240 pods).
 CHAOS_NODES ?= 200
 CHAOS_PODS  ?= 2000
