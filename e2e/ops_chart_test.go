@@ -22,43 +22,15 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
-// helmVersion is the Helm release the tests build (helm.sh/helm/v3 from the Go module proxy).
-const helmVersion = "v3.22.0"
-
-var (
-	helmOnce sync.Once
-	helmBin  string
-	helmErr  error
-)
-
-// helm returns the helm binary, building it once into .cache/helm/<version>/.
+// helm returns the helm binary, harness.HelmVersion in .cache/helm/<version>/, built there
+// from the Go module proxy the first time (harness.Helm, under a lock shared with the lab).
 func helm(t *testing.T) string {
 	t.Helper()
-	helmOnce.Do(func() {
-		root, err := harness.RepoRoot()
-		if err != nil {
-			helmErr = err
-			return
-		}
-		dir := filepath.Join(root, ".cache", "helm", helmVersion)
-		bin := filepath.Join(dir, "helm")
-		if _, err := os.Stat(bin); err == nil {
-			helmBin = bin
-			return
-		}
-		fmt.Fprintf(os.Stderr, "harness: building helm %s into %s (once)\n", helmVersion, dir)
-		cmd := exec.Command("go", "install", "helm.sh/helm/v3/cmd/helm@"+helmVersion)
-		cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			helmErr = fmt.Errorf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", helmVersion, err, out)
-			return
-		}
-		helmBin = bin
-	})
-	if helmErr != nil {
-		t.Fatal(helmErr)
+	bin, err := harness.Helm(t.Context(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return helmBin
+	return bin
 }
 
 // prometheusOperator is the prometheus-operator release whose PrometheusRule CRD the chart's

@@ -148,9 +148,8 @@ func (c *Cluster) StartDescheduler(t T, opts DeschedulerOptions) *Process {
 	)
 }
 
-// HelmVersion is the Helm release that renders the chart for the descheduler's policy outside
-// the tests (the lab): the release e2e/ops_chart_test.go builds (TestChartDescheduler checks
-// they agree), in the same place, .cache/helm/<version>/helm.
+// HelmVersion is the Helm release that renders the chart, in the e2e tests and in the lab
+// (the descheduler's policy), built into .cache/helm/<version>/helm.
 const HelmVersion = "v3.22.0"
 
 // Helm makes sure helm HelmVersion is in .cache/helm/ (building it from the Go module proxy
