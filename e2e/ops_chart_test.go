@@ -84,29 +84,17 @@ func chartDir(t *testing.T) string {
 	return filepath.Join(repoRoot(t), "charts", "kube-safe-scheduler")
 }
 
-// runHelm runs helm with args (HOME and Helm's directories in a temporary directory).
+// runHelm runs helm with args (harness.RunHelm: HOME and Helm's directories in a temporary
+// directory).
 func runHelm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), helm(t), args...)
-	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		return stdout.Bytes(), fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.Bytes(), nil
+	return harness.RunHelm(t.Context(), helm(t), args...)
 }
 
 // render is helm template of the chart in kube-system with the --set values given.
 func render(t *testing.T, sets ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", "kss", chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1"}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	return runHelm(t, args...)
+	return harness.RenderChart(t.Context(), helm(t), sets...)
 }
 
 // chartAgents returns the chart's agents in call order, as its files/agents.json (generated from

@@ -240,30 +240,46 @@ func DeschedulerFromChart(rendered []byte) (ChartDescheduler, error) {
 	return out, nil
 }
 
-// RenderChartDescheduler renders the chart (helm template, release kss in kube-system) with
-// descheduler.enabled and sets (key=value, as --set takes them) and returns its descheduler.
+// RenderChartDescheduler renders the chart (RenderChart) with descheduler.enabled and sets and
+// returns its descheduler.
 func RenderChartDescheduler(ctx context.Context, helm string, sets ...string) (ChartDescheduler, error) {
+	out, err := RenderChart(ctx, helm, append([]string{"descheduler.enabled=true"}, sets...)...)
+	if err != nil {
+		return ChartDescheduler{}, err
+	}
+	return DeschedulerFromChart(out)
+}
+
+// RenderChart renders the chart (helm template, release kss in kube-system, for the Kubernetes
+// release the tests run) with sets (key=value, as --set takes them).
+func RenderChart(ctx context.Context, helm string, sets ...string) ([]byte, error) {
 	root, err := RepoRoot()
 	if err != nil {
-		return ChartDescheduler{}, err
+		return nil, err
 	}
-	home, err := os.MkdirTemp("", "helm-home-")
-	if err != nil {
-		return ChartDescheduler{}, err
-	}
-	defer os.RemoveAll(home)
 	args := []string{"template", "kss", filepath.Join(root, "charts", "kube-safe-scheduler"), "--namespace", "kube-system",
-		"--kube-version", "v1.37.1", "--set", "descheduler.enabled=true"}
+		"--kube-version", "v1.37.1"}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
+	return RunHelm(ctx, helm, args...)
+}
+
+// RunHelm runs helm with args, with HOME and Helm's directories in a temporary directory, and
+// returns its standard output.
+func RunHelm(ctx context.Context, helm string, args ...string) ([]byte, error) {
+	home, err := os.MkdirTemp("", "helm-home-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
 	cmd := exec.CommandContext(ctx, helm, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return ChartDescheduler{}, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		return out, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	return DeschedulerFromChart(out)
+	return out, nil
 }
