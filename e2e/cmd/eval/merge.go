@@ -62,8 +62,13 @@ func readResults(specs []string) ([]Result, error) {
 				Figures: Figures{Overload: make([]float64, len(Thresholds))}}
 			for _, c := range columns {
 				i, ok := col[c.name]
-				if !ok {
-					continue // an older file without this column: left zero
+				if !ok || rec[i] == unknownCell {
+					// An older file without this column, or a merged one that lacked it.
+					if r.Unknown == nil {
+						r.Unknown = map[string]bool{}
+					}
+					r.Unknown[c.name] = true
+					continue
 				}
 				v, err := strconv.ParseFloat(rec[i], 64)
 				if err != nil {

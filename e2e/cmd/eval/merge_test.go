@@ -86,3 +86,48 @@ func TestMergeRoundTrip(t *testing.T) {
 		t.Error("reading a results.md as CSV: no error")
 	}
 }
+
+// TestMergeOlderFileLeavesUnknownFiguresUnknown: a results.csv of an older run, without the
+// columns added since, merges with "-" in those columns (a row's own and its median), not 0,
+// and the merged file reads back the same.
+func TestMergeOlderFileLeavesUnknownFiguresUnknown(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.csv")
+	if err := os.WriteFile(old, []byte("workload,scheduler,seed,overload >90% node-min,placed\n"+
+		"burst,defaults,1,100,50\nburst,defaults,2,80,40\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "merged")
+	if err := merge([]string{old}, out); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := -1
+	for _, line := range strings.Split(string(md), "\n") {
+		cells := strings.Split(line, " | ")
+		for i, c := range cells {
+			if c == "hot spell mean min" {
+				hot = i
+			}
+		}
+		if hot < 0 || !strings.HasPrefix(line, "| burst | defaults |") {
+			continue
+		}
+		if cells[hot] != "-" || !strings.Contains(line, " | 100 | ") && !strings.Contains(line, " | 80 | ") && !strings.Contains(line, " | 90 | ") {
+			t.Errorf("row %q: want the hot spell %q and the overload kept", line, "-")
+		}
+	}
+	if hot < 0 {
+		t.Fatalf("no hot spell column in\n%s", md)
+	}
+	back, err := readResults([]string{filepath.Join(out, "results.csv")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 2 || !back[0].Unknown["hot spell mean min"] || back[0].Unknown["placed"] || back[0].Figures.Placed != 50 {
+		t.Errorf("merged file read back as %+v", back)
+	}
+}

@@ -48,6 +48,10 @@ var columns = []struct {
 	{"evicted twice <10 min", func(f Figures) float64 { return float64(f.EvictedQuickly) }, 0, func(f *Figures, v float64) { f.EvictedQuickly = int(v) }},
 }
 
+// unknownCell is a figure a merged older run did not measure (Result.Unknown), in results.md
+// and results.csv alike.
+const unknownCell = "-"
+
 // runHeader is results.md's opening for a run: the command and its settings.
 func runHeader(command string, rc RunConfig, seeds []uint64) string {
 	return fmt.Sprintf("Command: `%s`\n\n", command) + fmt.Sprintf("Seeds %v; %d nodes of 16 cpu / 64 GiB; %.0f simulated minutes per run (first %.0f not measured); "+
@@ -88,6 +92,10 @@ func writeReport(dir, header string, results []Result) error {
 	for _, r := range results {
 		row := []string{r.Workload, r.Scheduler, strconv.FormatUint(r.Seed, 10)}
 		for _, c := range columns {
+			if r.Unknown[c.name] {
+				row = append(row, unknownCell)
+				continue
+			}
 			row = append(row, strconv.FormatFloat(c.val(r.Figures), 'f', c.prec, 64))
 		}
 		rows = append(rows, row)
@@ -97,21 +105,27 @@ func writeReport(dir, header string, results []Result) error {
 	if multiSeed(results) {
 		fmt.Fprintf(&md, "\nMedians over seeds:\n\n| %s |\n|%s\n", strings.Join(append([]string{"workload", "scheduler", "seeds"}, head[3:]...), " | "), strings.Repeat("---|", len(head)))
 		type key struct{ w, s string }
-		groups := map[key][]Figures{}
+		groups := map[key][]Result{}
 		var order []key
 		for _, r := range results {
 			k := key{r.Workload, r.Scheduler}
 			if _, ok := groups[k]; !ok {
 				order = append(order, k)
 			}
-			groups[k] = append(groups[k], r.Figures)
+			groups[k] = append(groups[k], r)
 		}
 		for _, k := range order {
 			row := []string{k.w, k.s, strconv.Itoa(len(groups[k]))}
 			for _, c := range columns {
 				var xs []float64
-				for _, f := range groups[k] {
-					xs = append(xs, c.val(f))
+				for _, r := range groups[k] {
+					if !r.Unknown[c.name] {
+						xs = append(xs, c.val(r.Figures))
+					}
+				}
+				if len(xs) == 0 {
+					row = append(row, unknownCell)
+					continue
 				}
 				row = append(row, strconv.FormatFloat(median(xs), 'f', c.prec, 64))
 			}

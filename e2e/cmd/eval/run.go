@@ -67,7 +67,10 @@ type Result struct {
 	Workload, Scheduler string
 	Seed                uint64
 	Figures             Figures
-	Series              []Point
+	// Unknown names the columns (report.go) a merged results.csv did not have: an older run
+	// that measured no such figure. The report prints "-" for them, not 0.
+	Unknown map[string]bool
+	Series  []Point
 	// Completed counts the pods kwok completed (Succeeded). StatsNodes counts the nodes carrying
 	// the annotator's statistics at the end, BusyStatsNodes those whose mean free cpu is below
 	// 95 % of allocatable (the usage went all the way through Prometheus and the annotator).
