@@ -28,18 +28,18 @@ import (
 
 // defaultSchedulers is -schedulers' default: every scheduler defaultOnly names
 // (TestDefaultOnlyRunsByDefault), since -only narrows -schedulers and never adds to it.
-const defaultSchedulers = "defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb"
+const defaultSchedulers = "defaults,most-allocated,balanced,safe,safe-learn,defaults+descheduler,safe+descheduler,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb"
 
 // defaultOnly pairs each workload with the schedulers it is meant to compare.
-const defaultOnly = "steady=defaults,most-allocated,balanced,safe,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
-	"burst=defaults,most-allocated,safe,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
+const defaultOnly = "steady=defaults,most-allocated,balanced,safe,safe-learn,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
+	"burst=defaults,most-allocated,safe,safe-learn,defaults+descheduler,safe+descheduler,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
 
 func main() {
 	nodes := flag.Int("nodes", 200, "nodes in the cluster (16 cpu, 64 GiB each)")
 	minutes := flag.Float64("minutes", 240, "simulated minutes per run")
 	warmup := flag.Float64("warmup", 30, "simulated minutes at the start of a run left out of the figures")
 	meanRun := flag.Float64("mean-run", 30, "pods' mean run time, simulated minutes")
-	speed := flag.Float64("speed", 30, "simulated seconds per real second")
+	speed := flag.Float64("speed", 10, "simulated seconds per real second (faster makes the pods of a 200-node run live longer than given on two cores: the report's pod run / given says)")
 	seedList := flag.String("seeds", "1,2,3", "comma-separated seeds; each seed is one workload, the same for every scheduler")
 	schedList := flag.String("schedulers", defaultSchedulers, "comma-separated schedulers")
 	workList := flag.String("workloads", "steady,burst,reward,gang", "comma-separated workloads")
