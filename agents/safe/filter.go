@@ -24,7 +24,10 @@ func (a *Agent) Filters() []framework.Filter {
 	// node as long as another node that took the previous pod (and fits its request, as the
 	// scheduler's own filters checked) still does; when none did, it was judged as the nodes
 	// are, which a placement can only make stricter (some node now takes it). The verdicts on
-	// the other nodes are thus never more lenient than the previous pod's.
+	// the other nodes are thus never more lenient than the previous pod's
+	// (TestAdaptiveFilterIsBatchable). Without kube-scheduler's fit check (NodeResourcesFit
+	// disabled) a node kept that cannot hold the request does not count, and a reuse may miss
+	// nodes a new cycle would judge as they are; the node it places a pod on is judged anew.
 	adaptive := a.cfg.Filter == FilterAdaptive
 	f := framework.Filter{Name: FilterOverload, Func: a.filterOverload, WholeList: adaptive, Batchable: adaptive}
 	if f.WholeList && !a.cfg.PrintTable { // a table is printed per call: the whole list's in one
