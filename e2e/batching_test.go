@@ -61,10 +61,11 @@ func labelValue(labels, name string) string {
 // opportunistic batching hands the next pod of the same signature the previous cycle's next
 // best node; the plugins of agents that can sign (congestion, template-score) let it, and
 // scheduler_batch_attempts_total counts hints used, as for the default plugins alone. A profile
-// with safe-overload and pigeon-holing (whose agents read the cluster: safe for the load placed
-// since the statistics and for nodes without statistics, pigeon for its objective, so they refuse
-// to sign) gets no hint. PodTopologySpread's system default
-// constraints are turned off in every profile: with them kube-scheduler signs no pod at all.
+// with safe-overload and pigeon-holing gets no hint: pigeon reads the whole cluster for its
+// objective (framework.Cluster's Nodes and Pods), so pigeon-holing refuses to sign (safe, which
+// reads only the nodes it judges, signs: TestPluginsSafeBatching). PodTopologySpread's system
+// default constraints are turned off in every profile: with them kube-scheduler signs no pod at
+// all.
 func TestPluginsOpportunisticBatching(t *testing.T) {
 	t.Parallel()
 	c := harness.StartCluster(t)
@@ -106,6 +107,6 @@ func TestPluginsOpportunisticBatching(t *testing.T) {
 		t.Errorf("profile signing (congestion, template-score): no batching hint used: %v", got)
 	}
 	if got["pigeon/hint_used"] != 0 {
-		t.Errorf("profile pigeon: %v hints used although safe-overload and pigeon-holing cannot sign", got["pigeon/hint_used"])
+		t.Errorf("profile pigeon: %v hints used although pigeon-holing cannot sign", got["pigeon/hint_used"])
 	}
 }

@@ -20,6 +20,12 @@ func Amount(name corev1.ResourceName, q resource.Quantity) int64 {
 // Cluster is the extender's read-only view of the cluster, kept current by shared informers
 // (package cluster). Agents that need more than the request carries depend on it; a process
 // without cluster access hands them nil. Returned objects are shared: never modify them.
+//
+// A function judging nodes reads the node-scoped methods (Node, Allocated, and NodePods'
+// PodsGeneration and PodsOn) only for the nodes it was given: its answer on a node then depends
+// on that node's own state, which kube-scheduler's opportunistic batching re-checks for the
+// node it chose. Nodes and Pods read the whole cluster: plugin mode signs no pod for batching
+// for an agent that has called them (its answers may move with any placement).
 type Cluster interface {
 	NodeLookup
 	// HasSynced reports whether the caches have been filled once.

@@ -43,6 +43,15 @@ type Filter struct {
 	// chunk by chunk as the scheduler asks: the cost follows the nodes asked about, not the
 	// list. list is shared: never modify it. Optional; the extender serves Func.
 	ForList func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (FilterFunc, error)
+	// Batchable, for a WholeList filter, declares that a pod placed on one node of the list
+	// never makes a later call, for a pod of the same signature, more lenient on the other nodes
+	// while any of them that passed before still passes (safe's adaptive filter: some node still
+	// takes the pod, so it still judges with the pod's request added). kube-scheduler's
+	// opportunistic batching (plugin mode) reuses one pod's feasible nodes and scores for the
+	// next pod of the same signature, judging again only the node it chose last and the node it
+	// places the pod on; plugin mode signs pods for a WholeList filter only when it declares
+	// this. A filter that is not WholeList judges each node by itself and declares nothing.
+	Batchable bool
 }
 
 // Prioritizer is a named prioritize function.

@@ -19,8 +19,17 @@ import (
 // Filters implements framework.Agent.
 func (a *Agent) Filters() []framework.Filter {
 	// The adaptive filter asks whether any node of the call can hold the pod: its verdicts
-	// depend on the whole list.
-	f := framework.Filter{Name: FilterOverload, Func: a.filterOverload, WholeList: a.cfg.Filter == FilterAdaptive}
+	// depend on the whole list. They are Batchable: once a pod is placed on one node, the next
+	// pod of the same signature (the same demand) is judged with its request added on every
+	// node as long as another node that took the previous pod (and fits its request, as the
+	// scheduler's own filters checked) still does; when none did, it was judged as the nodes
+	// are, which a placement can only make stricter (some node now takes it). The verdicts on
+	// the other nodes are thus never more lenient than the previous pod's
+	// (TestAdaptiveFilterIsBatchable). Without kube-scheduler's fit check (NodeResourcesFit
+	// disabled) a node kept that cannot hold the request does not count, and a reuse may miss
+	// nodes a new cycle would judge as they are; the node it places a pod on is judged anew.
+	adaptive := a.cfg.Filter == FilterAdaptive
+	f := framework.Filter{Name: FilterOverload, Func: a.filterOverload, WholeList: adaptive, Batchable: adaptive}
 	if f.WholeList && !a.cfg.PrintTable { // a table is printed per call: the whole list's in one
 		f.ForList = a.filterForList
 	}

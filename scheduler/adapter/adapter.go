@@ -219,11 +219,12 @@ type agentSlot struct {
 type funcs struct {
 	filter framework.FilterFunc
 	// wholeList: the filter judges every node of the list in one call (framework.Filter),
-	// unless forList gives a function for the cycle's list that judges chunk by chunk.
-	wholeList  bool
-	forList    func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error)
-	prioritize framework.PrioritizeFunc
-	// cluster is the agent's Cluster, which records whether the agent has read it.
+	// unless forList gives a function for the cycle's list that judges chunk by chunk;
+	// batchable: it declares its verdicts reusable by batching (framework.Filter.Batchable).
+	wholeList, batchable bool
+	forList              func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error)
+	prioritize           framework.PrioritizeFunc
+	// cluster is the agent's Cluster, which records whether the agent has read all of it.
 	cluster *snapshotCluster
 	// requeue is what the agent says may change the filter's verdicts (nil: it does not say).
 	requeue *framework.RequeueOn
@@ -332,7 +333,7 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	fns.filter, fns.wholeList, fns.forList, fns.prioritize, fns.cluster, fns.requeue = nil, false, nil, nil, s.cluster, nil
+	fns.filter, fns.wholeList, fns.batchable, fns.forList, fns.prioritize, fns.cluster, fns.requeue = nil, false, false, nil, nil, s.cluster, nil
 	fns.agent, fns.explainer = s.agent.Name(), nil
 	if ex, ok := s.agent.(framework.Explainer); ok {
 		fns.explainer = ex
@@ -341,7 +342,7 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 		if f.Name == name {
 			fns.filter, fns.wholeList = f.Func, f.WholeList
 			if f.WholeList {
-				fns.forList = f.ForList
+				fns.forList, fns.batchable = f.ForList, f.Batchable
 			}
 			if r, ok := s.agent.(framework.Requeuer); ok {
 				fns.requeue = r.RequeueOn(name)

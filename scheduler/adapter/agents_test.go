@@ -209,8 +209,9 @@ func firstValue(m map[string]string) string {
 }
 
 // TestSignatures: a plugin signs pods for kube-scheduler's opportunistic batching once it has
-// answered, unless its agent reads the cluster (pigeon-holing, safe): pods that differ only by name
-// share a signature, pods an agent could tell apart do not.
+// answered, unless its agent reads the whole cluster (pigeon-holing): pods that differ only by
+// name share a signature, pods an agent could tell apart do not. safe reads only the nodes it
+// judges, and declares its adaptive filter's verdicts reusable (framework.Filter.Batchable).
 func TestSignatures(t *testing.T) {
 	nodes, pods := agentCluster()
 	pod := func(name, cpu string) *corev1.Pod { return fixtures.Pod(name, cpu, "1Gi") }
@@ -221,9 +222,10 @@ func TestSignatures(t *testing.T) {
 		{[]string{"congestion"}, true},
 		{[]string{"template-label", "template-score"}, true},
 		{[]string{"safe-overload", "pigeon-holing"}, false},
-		// safe reads the cluster: the load placed since a node's statistics, the requests of
-		// a node without statistics.
-		{[]string{"safe-overload", "congestion"}, false},
+		// safe reads the nodes it judges: the load placed since a node's statistics, the
+		// requests of a node without statistics.
+		{[]string{"safe-overload", "congestion"}, true},
+		{[]string{"safe-overload", "safe-balance"}, true},
 	} {
 		t.Run(strings.Join(tc.plugins, "+"), func(t *testing.T) {
 			yaml := "multiPoint:\n  enabled:\n"
@@ -240,7 +242,7 @@ func TestSignatures(t *testing.T) {
 			a, b, c := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")), fw.SignPod(t.Context(), pod("c", "2"))
 			if !tc.signs {
 				if a != nil {
-					t.Fatalf("signed although %v reads the cluster: %s", tc.plugins, a)
+					t.Fatalf("signed although %v reads the whole cluster: %s", tc.plugins, a)
 				}
 				return
 			}

@@ -26,9 +26,10 @@ import (
 type snapshotCluster struct {
 	fh      fwk.Handle
 	adapter *Adapter
-	// read tells that the agent has called a method: its answers may then depend on more than
-	// the pod and the node (see SignPod).
-	read atomic.Bool
+	// wholeRead tells that the agent has read the whole cluster (Nodes, Pods): its answers may
+	// then move with any placement (see SignPod). The node-scoped methods read the node judged
+	// (framework.Cluster), whose NodeInfo batching re-checks: they leave it unset.
+	wholeRead atomic.Bool
 	// alloc memoizes Allocated by node name and NodeInfo generation (bumped on every change).
 	alloc sync.Map // node name -> allocEntry
 }
@@ -48,7 +49,6 @@ func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
 }
 
 func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
-	c.markRead()
 	l := c.fh.SnapshotSharedLister()
 	if l == nil {
 		return nil
@@ -58,13 +58,13 @@ func (c *snapshotCluster) nodeInfos() fwk.NodeInfoLister {
 
 // HasSynced implements framework.Cluster: the scheduler schedules only once its informers have
 // synced.
-func (c *snapshotCluster) HasSynced() bool { c.markRead(); return true }
+func (c *snapshotCluster) HasSynced() bool { return true }
 
-// markRead sets read. An agent may call the cluster for every node of every pod from several
-// goroutines: a store each time would bounce read's cache line between the cores.
-func (c *snapshotCluster) markRead() {
-	if !c.read.Load() {
-		c.read.Store(true)
+// markWholeRead sets wholeRead. An agent may read the whole cluster for every pod from several
+// goroutines: a store each time would bounce wholeRead's cache line between the cores.
+func (c *snapshotCluster) markWholeRead() {
+	if !c.wholeRead.Load() {
+		c.wholeRead.Store(true)
 	}
 }
 
@@ -83,6 +83,7 @@ func (c *snapshotCluster) Node(name string) (*corev1.Node, bool) {
 
 // Nodes implements framework.Cluster: every node of the snapshot, as NodeViews.
 func (c *snapshotCluster) Nodes() []*corev1.Node {
+	c.markWholeRead()
 	l := c.nodeInfos()
 	if l == nil {
 		return nil
@@ -96,6 +97,7 @@ func (c *snapshotCluster) Nodes() []*corev1.Node {
 
 // Pods implements framework.Cluster: the pods on the snapshot's nodes, bound or assumed.
 func (c *snapshotCluster) Pods() []*corev1.Pod {
+	c.markWholeRead()
 	l := c.nodeInfos()
 	if l == nil {
 		return nil

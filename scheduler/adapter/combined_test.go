@@ -259,7 +259,7 @@ func TestCombinedArgs(t *testing.T) {
 }
 
 // TestCombinedSigns: the agents plugin signs a pod when each function's own plugin would, and
-// refuses as soon as one would refuse (pigeon-holing and safe read the cluster).
+// refuses as soon as one would refuse (pigeon-holing reads the whole cluster).
 func TestCombinedSigns(t *testing.T) {
 	nodes, pods := agentCluster()
 	pod := func(name, cpu string) *corev1.Pod { return fixtures.Pod(name, cpu, "1Gi") }
@@ -269,7 +269,8 @@ func TestCombinedSigns(t *testing.T) {
 	}{
 		{[]weighted{{"congestion", 1}, {"template-label", 0}, {"template-score", 1}}, true},
 		{[]weighted{{"congestion", 1}, {"pigeon-holing", 1}}, false},
-		{[]weighted{{"safe-overload", 1}, {"congestion", 1}}, false},
+		{[]weighted{{"safe-overload", 1}, {"congestion", 1}}, true},
+		{[]weighted{{"safe-overload", 2}, {"congestion", 1}, {"pigeon-holing", 1}}, false},
 	} {
 		plugins, args, _ := combinedProfile(tc.fns)
 		t.Run(args, func(t *testing.T) {
@@ -283,7 +284,7 @@ func TestCombinedSigns(t *testing.T) {
 			a, b, c := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")), fw.SignPod(t.Context(), pod("c", "2"))
 			if !tc.signs {
 				if a != nil {
-					t.Fatalf("signed although a function reads the cluster: %s", a)
+					t.Fatalf("signed although a function reads the whole cluster: %s", a)
 				}
 				return
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -28,29 +29,41 @@ type base struct {
 func (b *base) Name() string { return b.name }
 
 // podSignature is the signature fragment of every plugin: what of the pod an agent function
-// may read (its namespace, labels, annotations and spec, the node name still empty).
-const podSignature = "kube-safe-scheduler.Pod(namespace,labels,annotations,spec)"
+// may read (its namespace, labels, annotations, owner references and spec, the node name still
+// empty). The owner references and labels say the pod's workload (package workload: safe's
+// learned estimates are by workload), the spec its requests.
+const podSignature = "kube-safe-scheduler.Pod(namespace,labels,annotations,ownerReferences,spec)"
 
-// SignPod implements fwk.SignPlugin, for kube-scheduler's opportunistic batching: consecutive
-// pods of one signature may reuse the previous pod's verdicts and scores, the node chosen last
-// re-checked. That holds for a function whose answer for a node depends on the pod and that
-// node only. The adapter cannot read the agents' code, so it signs a pod (with everything an
-// agent may read of it) only for a plugin that has answered once and whose agent has never read
-// the cluster (framework.Cluster, whose answers change with every placement: pigeon-holing
-// reads it); otherwise it refuses, and the scheduler runs the whole cycle for that pod.
+// SignPod implements fwk.SignPlugin, for kube-scheduler's opportunistic batching: the next pod
+// of the same signature (within 0.5 s) may reuse the previous pod's feasible nodes and scores,
+// the node chosen last judged again (Filter, PreScore, Score) and the node the pod is placed on
+// filtered again. That holds for a function whose answer on a node depends on the pod and that
+// node's NodeInfo only. The adapter cannot read the agents' code, so it signs a pod (with
+// everything an agent may read of it) for a plugin that has answered once, unless
+//   - its agent has read the whole cluster (framework.Cluster's Nodes or Pods: pigeon-holing),
+//     whose every placement may move its answers on every node (the node-scoped reads,
+//     Allocated or PodsOn, are of the node judged: framework.Cluster); or
+//   - its filter is WholeList (a verdict depends on the other nodes) and does not declare its
+//     verdicts reusable (framework.Filter.Batchable);
+//
+// then it refuses, and the scheduler runs the whole cycle for that pod. kube-scheduler signs a pod
+// when it enters the queue: a pod queued before the plugin answered is not batched.
 func (b *base) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	switch {
+	case b.fns.wholeList && !b.fns.batchable:
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the filter judges a node by the other nodes (WholeList) and does not declare its verdicts reusable (Batchable)")
 	case !b.fns.ran.Load():
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the plugin has not answered yet")
-	case b.fns.cluster != nil && b.fns.cluster.read.Load():
-		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent reads the cluster: its answers may change with every placement")
+	case b.fns.cluster != nil && b.fns.cluster.wholeRead.Load():
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent reads the whole cluster: its answers may change with every placement")
 	}
 	return []fwk.SignFragment{{Key: podSignature, Value: struct {
-		Namespace   string
-		Labels      map[string]string
-		Annotations map[string]string
-		Spec        corev1.PodSpec
-	}{pod.Namespace, pod.Labels, pod.Annotations, pod.Spec}}}, nil
+		Namespace       string
+		Labels          map[string]string
+		Annotations     map[string]string
+		OwnerReferences []metav1.OwnerReference
+		Spec            corev1.PodSpec
+	}{pod.Namespace, pod.Labels, pod.Annotations, pod.OwnerReferences, pod.Spec}}}, nil
 }
 
 // SignPod implements fwk.SignPlugin (both embedded plugins have the same).
