@@ -328,7 +328,8 @@ func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 			continue
 		}
 		same = n.Name == m.names[i] && n.ResourceVersion != "" && n.ResourceVersion == m.versions[i]
-		if same {
+		if same { // another object of the same version (a relist): known by it from now on
+			delete(m.byNode, m.nodes[i])
 			m.nodes[i] = n
 			if m.at[i] >= 0 {
 				m.byNode[n] = m.at[i]
