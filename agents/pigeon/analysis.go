@@ -127,6 +127,48 @@ type system struct {
 // newSystem sums the utilization vectors utils over the first m resources. withOrder builds
 // the sorted prime utilizations CONSOLIDATE needs; used is the number of those nodes in use.
 func newSystem(m, prime int, utils []vec, withOrder bool, used int, demandCV float64) *system {
+	s := sumSystem(m, prime, utils, used, demandCV)
+	if withOrder {
+		ys := make([]float64, len(utils))
+		for i := range utils {
+			ys[i] = utils[i][prime] - s.shift[prime]
+		}
+		sort.Float64s(ys)
+		s.order(ys, make([]float64, len(utils)+1), make([]float64, len(utils)+1))
+	}
+	return s
+}
+
+// newSystemSorted is newSystem for a system whose prime utilizations are kept in ascending
+// order (primes, nil when the objective needs no order), which spares the sort: x - shift
+// rounds monotonically in x, so the y_i in the order of primes are the sorted y_i, bit for
+// bit. buf holds the slices it fills (reused from call to call).
+func newSystemSorted(m, prime int, utils []vec, primes []float64, used int, demandCV float64, buf *orderBuf) *system {
+	s := sumSystem(m, prime, utils, used, demandCV)
+	if primes != nil {
+		buf.ys, buf.pre1, buf.pre2 = resize(buf.ys, len(primes)), resize(buf.pre1, len(primes)+1), resize(buf.pre2, len(primes)+1)
+		for i, x := range primes {
+			buf.ys[i] = x - s.shift[prime]
+		}
+		s.order(buf.ys, buf.pre1, buf.pre2)
+	}
+	return s
+}
+
+// orderBuf holds the slices of a system's order (system.sorted, pre1, pre2) between calls.
+type orderBuf struct{ ys, pre1, pre2 []float64 }
+
+// resize returns b with length n, reallocated only when its capacity is short.
+func resize(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
+}
+
+// sumSystem returns the system of the utilization vectors utils without its order: the
+// shift, the running sums s1 and s2, the count of nodes in use.
+func sumSystem(m, prime int, utils []vec, used int, demandCV float64) *system {
 	s := &system{m: m, prime: prime, n: float64(len(utils)), used: float64(used), demandCV: demandCV}
 	if len(utils) > 0 {
 		for i := range utils {
@@ -155,20 +197,18 @@ func newSystem(m, prime int, utils []vec, withOrder bool, used int, demandCV flo
 			s.s2[j][l] = s.s2[l][j]
 		}
 	}
-	if withOrder {
-		s.sorted = make([]float64, len(utils))
-		for i := range utils {
-			s.sorted[i] = utils[i][prime] - s.shift[prime]
-		}
-		sort.Float64s(s.sorted)
-		s.pre1 = make([]float64, len(utils)+1)
-		s.pre2 = make([]float64, len(utils)+1)
-		for i, y := range s.sorted {
-			s.pre1[i+1] = s.pre1[i] + y
-			s.pre2[i+1] = s.pre2[i] + y*y
-		}
-	}
 	return s
+}
+
+// order sets the system's sorted prime utilizations about shift (sorted, ascending) and their
+// prefix sums, filling pre1 and pre2 (length len(sorted)+1).
+func (s *system) order(sorted, pre1, pre2 []float64) {
+	s.sorted, s.pre1, s.pre2 = sorted, pre1, pre2
+	pre1[0], pre2[0] = 0, 0
+	for i, y := range sorted {
+		pre1[i+1] = pre1[i] + y
+		pre2[i+1] = pre2[i] + y*y
+	}
 }
 
 // place returns, for t, the node count after placement and the trial's utilization before
@@ -365,9 +405,9 @@ func averageCapacity(m int, sys []nodeState) vec {
 // evaluate returns, for each candidate, the objective's value with the pod of the given demand
 // placed on it, and whether the pod fits there (a value is computed either way). It costs
 // O(n m^2) to sum the system once, then O(m^2) per candidate (plus O(log n) for CONSOLIDATE,
-// which also sorts the system once).
+// which also sorts the system once). It is the per-pod computation; the agent's kept system
+// (systemMemo) gives the same values from what it keeps between pods.
 func evaluate(obj Objective, m, prime int, sys []nodeState, cands []candidate, demand *vec, demandCV float64) ([]float64, []bool) {
-	f := objectives[obj]
 	utils := make([]vec, len(sys))
 	used := 0
 	for i := range sys {
@@ -379,6 +419,15 @@ func evaluate(obj Objective, m, prime int, sys []nodeState, cands []candidate, d
 	s := newSystem(m, prime, utils, obj == Consolidate, used, demandCV)
 	values := make([]float64, len(cands))
 	fit := make([]bool, len(cands))
+	tryAll(objectives[obj], s, sys, utils, cands, demand, values, fit)
+	return values, fit
+}
+
+// tryAll sets values[i] to the objective's value for the system s with the pod of the given
+// demand placed on cands[i], and fit[i] to whether it fits there; utils are the utilizations of
+// sys, the system's nodes.
+func tryAll(f objectiveFunc, s *system, sys []nodeState, utils []vec, cands []candidate, demand *vec, values []float64, fit []bool) {
+	m := s.m
 	// One trial for all candidates: passed to f through a function value, it escapes to the
 	// heap, once per request rather than once per candidate.
 	t := new(trial)
@@ -399,5 +448,4 @@ func evaluate(obj Objective, m, prime int, sys []nodeState, cands []candidate, d
 		fit[i] = fits(m, &node.capacity, &node.use, demand)
 		values[i] = f(s, t)
 	}
-	return values, fit
 }

@@ -22,6 +22,10 @@ func (a *Agent) Explain(_ context.Context, _, _ string, pod *corev1.Pod, nodes [
 	a.mu.Lock()
 	stats := a.stats
 	a.mu.Unlock()
+	if synced && a.pods != nil {
+		a.sysMu.Lock() // gather reads and updates the kept system
+		defer a.sysMu.Unlock()
+	}
 	sys, cands := a.gather(nodes, synced)
 	avgCap := averageCapacity(m, sys)
 	after, fit := evaluate(a.cfg.Objective, m, prime, sys, cands, &demand, stats.coefVar(m, &avgCap))

@@ -10,6 +10,8 @@ package pigeon
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -96,33 +98,94 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 // prioritize scores each node by the objective's value with the pod placed on it: 10 for the
 // best fitting node, 1 for the worst, 0 for a node where the pod does not fit.
 func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	m := a.cfg.NumResources
-	demand := a.res.demand(pod)
-	synced := a.cluster != nil && a.cluster.HasSynced()
-	stats := a.observe(pod, &demand, synced)
-	if synced && a.pods != nil {
-		a.sysMu.Lock()
-		defer a.sysMu.Unlock()
-	}
-	sys, cands := a.gather(nodes, synced)
-	avgCap := averageCapacity(m, sys)
-	demandCV := stats.coefVar(m, &avgCap)
-	values, fit := evaluate(a.cfg.Objective, m, a.cfg.ResourceIndex, sys, cands, &demand, demandCV)
-	out := scores(values, fit)
+	r := a.rank(pod, nodes)
 	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		best := ""
-		for i, s := range out {
+		for i, s := range r.scores {
 			if s == maxScore {
 				best = nodes[i].Name
 				break
 			}
 		}
 		a.log.WithFields(logrus.Fields{
-			"pod": pod.Namespace + "/" + pod.Name, "objective": a.cfg.Objective, "systemNodes": len(sys),
-			"candidates": len(nodes), "demandCV": demandCV, "podsSeen": stats.count, "best": best,
+			"pod": pod.Namespace + "/" + pod.Name, "objective": a.cfg.Objective, "systemNodes": r.systemNodes,
+			"candidates": len(nodes), "demandCV": r.demandCV, "podsSeen": r.podsSeen, "best": best,
 		}).Debug("pigeon-holing scored")
 	}
-	return out, nil
+	return r.scores, nil
+}
+
+// ranking is what prioritize computed for one pod: each node's objective value, whether the
+// pod fits there, and its score; the system's size, c(demand) and the pods seen.
+type ranking struct {
+	values      []float64
+	fit         []bool
+	scores      []int64
+	systemNodes int
+	demandCV    float64
+	podsSeen    int64
+}
+
+// rank enters the pod into the demand statistics and ranks nodes. With a synced cluster and
+// NodePods it evaluates from the system kept between pods (kept); otherwise it gathers the
+// system and evaluates it for this pod alone (the per-pod computation, which the kept one
+// equals: TestKeptAnswersArePerPodAnswers).
+func (a *Agent) rank(pod *corev1.Pod, nodes []*corev1.Node) ranking {
+	m := a.cfg.NumResources
+	demand := a.res.demand(pod)
+	synced := a.cluster != nil && a.cluster.HasSynced()
+	stats := a.observe(pod, &demand, synced)
+	r := ranking{podsSeen: stats.count}
+	if synced && a.pods != nil {
+		a.sysMu.Lock()
+		defer a.sysMu.Unlock()
+		r.values, r.fit, r.systemNodes, r.demandCV = a.kept(nodes, &demand, &stats)
+	} else {
+		sys, cands := a.gather(nodes, synced)
+		avgCap := averageCapacity(m, sys)
+		r.demandCV = stats.coefVar(m, &avgCap)
+		r.values, r.fit = evaluate(a.cfg.Objective, m, a.cfg.ResourceIndex, sys, cands, &demand, r.demandCV)
+		r.systemNodes = len(sys)
+	}
+	r.scores = scores(r.values, r.fit)
+	return r
+}
+
+// kept evaluates the pod of the given demand on nodes from the system kept between pods
+// (systemOf, updated from the cluster first): the objective's values and fits, the system's
+// size and c(demand). The caller holds sysMu.
+func (a *Agent) kept(nodes []*corev1.Node, demand *vec, stats *demandStats) ([]float64, []bool, int, float64) {
+	k := a.systemOf(a.cluster.Nodes())
+	cands := a.candidates(k, nodes)
+	demandCV := stats.coefVar(a.cfg.NumResources, &k.avgCap)
+	s := newSystemSorted(a.cfg.NumResources, a.cfg.ResourceIndex, k.utils, k.primes, k.used, demandCV, &k.buf)
+	values, fit := make([]float64, len(nodes)), make([]bool, len(nodes))
+	tryAll(objectives[a.cfg.Objective], s, k.sys, k.utils, cands, demand, values, fit)
+	return values, fit, len(k.sys), demandCV
+}
+
+// candidates returns the request's nodes as candidates of the kept system k: by the node
+// object when k lists that object, else by name; a node k does not hold is described by its
+// own object (usage from Allocated). The slice is k's, reused by the next call.
+func (a *Agent) candidates(k *systemMemo, nodes []*corev1.Node) []candidate {
+	if cap(k.cands) < len(nodes) {
+		k.cands = make([]candidate, len(nodes))
+	}
+	cands := k.cands[:len(nodes)]
+	for i, n := range nodes {
+		j, ok := k.byNode[n]
+		if !ok {
+			j, ok = k.index[n.Name]
+		}
+		if ok {
+			cands[i] = candidate{index: j}
+			continue
+		}
+		cands[i] = candidate{index: -1, node: nodeState{
+			capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name)),
+		}}
+	}
+	return cands
 }
 
 // podKey identifies a pod for counting it once: its UID, or namespace/name when it has none.
@@ -192,7 +255,8 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 	var sys []nodeState
 	var index map[string]int
 	if a.pods != nil {
-		sys, index = a.systemOf(all)
+		k := a.systemOf(all)
+		sys, index = k.sys, k.index
 	} else {
 		sys = make([]nodeState, 0, len(all))
 		index = make(map[string]int, len(all))
@@ -219,56 +283,130 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 // capacity returns the node's allocatable resources in the agent's units.
 func (a *Agent) capacity(n *corev1.Node) vec { return a.capacities.Get(n, a.res.capacity) }
 
-// systemMemo is the system of nodes gathered from the cluster's node list for the last call,
-// with what each node was read at: its name, resourceVersion (capacity, schedulability) and
-// pods' generation (usage), by position in the list.
+// systemMemo is the system of nodes gathered from the cluster's node list, kept between
+// calls, with what each node was read at: its object, name and resourceVersion (capacity,
+// schedulability) and its pods' generation (usage), by position in the list; and what
+// evaluating a pod needs of the system besides the pod, kept with it: each node's utilization,
+// the count of nodes in use, the average capacity and, for CONSOLIDATE, the prime utilizations
+// in ascending order. A pod then costs one pass over the list (its nodes' generations) and the
+// system's sums (which depend on every node: the mean moves with each placement), instead of
+// also every node's utilization, the average capacity and a sort.
 type systemMemo struct {
+	nodes           []*corev1.Node
 	names, versions []string
 	generations     []int64
 	// at is each listed node's position in sys, -1 for an unschedulable node.
-	at    []int
-	sys   []nodeState
-	index map[string]int
+	at  []int
+	sys []nodeState
+	// index and byNode give a listed schedulable node's position in sys by name and by object.
+	index  map[string]int
+	byNode map[*corev1.Node]int
+	// utils[k] is utilization(sys[k]); used counts the nodes of sys in use; avgCap is
+	// averageCapacity(sys) (capacities change only with the list, which builds the memo anew);
+	// primes are utils[k][prime] ascending, nil unless the objective is CONSOLIDATE.
+	utils  []vec
+	used   int
+	avgCap vec
+	primes []float64
+	// buf and cands are reused from call to call.
+	buf   orderBuf
+	cands []candidate
 }
 
-// systemOf returns the system of the schedulable nodes of all, in their order, and their
-// positions by name: what gather builds without NodePods. It keeps the system between calls
-// and reads again only the usage of the nodes whose pods changed; a list of other nodes, in
-// another order, or a node changed or without a resourceVersion builds it anew. The caller
-// holds sysMu until it no longer reads the result.
-func (a *Agent) systemOf(all []*corev1.Node) ([]nodeState, map[string]int) {
+// systemOf returns the system of the schedulable nodes of all, in their order: what gather
+// builds without NodePods. It keeps the system between calls and reads again only the usage
+// of the nodes whose pods changed; a list of other nodes, in another order, or a node changed
+// or without a resourceVersion builds it anew. A listed node that is the object listed before
+// is that version (objects from the cluster are never modified), which spares reading it.
+// The caller holds sysMu until it no longer reads the result.
+func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 	m := a.system
 	same := m != nil && len(m.names) == len(all)
 	for i := 0; same && i < len(all); i++ {
 		n := all[i]
-		same = n.Name == m.names[i] && n.ResourceVersion != "" && n.ResourceVersion == m.versions[i]
-	}
-	if !same {
-		m = &systemMemo{names: make([]string, len(all)), versions: make([]string, len(all)),
-			generations: make([]int64, len(all)), at: make([]int, len(all)), index: make(map[string]int, len(all))}
-		for i, n := range all {
-			m.names[i], m.versions[i], m.at[i] = n.Name, n.ResourceVersion, -1
-			if n.Spec.Unschedulable {
-				continue
-			}
-			// The generation is read before the usage: a change between the two is read again
-			// at the next call.
-			m.generations[i] = a.pods.PodsGeneration(n.Name)
-			m.at[i] = len(m.sys)
-			m.index[n.Name] = len(m.sys)
-			m.sys = append(m.sys, nodeState{capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))})
-		}
-		a.system = m
-		return m.sys, m.index
-	}
-	for i, n := range all {
-		if m.at[i] < 0 {
+		if n == m.nodes[i] {
 			continue
 		}
-		if g := a.pods.PodsGeneration(n.Name); g != m.generations[i] {
-			m.generations[i] = g
-			m.sys[m.at[i]].use = a.res.fromAmounts(a.cluster.Allocated(n.Name))
+		same = n.Name == m.names[i] && n.ResourceVersion != "" && n.ResourceVersion == m.versions[i]
+		if same { // another object of the same version (a relist): known by it from now on
+			delete(m.byNode, m.nodes[i])
+			m.nodes[i] = n
+			if m.at[i] >= 0 {
+				m.byNode[n] = m.at[i]
+			}
 		}
 	}
-	return m.sys, m.index
+	if !same {
+		m = a.buildSystem(all)
+		a.system = m
+		return m
+	}
+	dim, prime := a.cfg.NumResources, a.cfg.ResourceIndex
+	for i, name := range m.names {
+		k := m.at[i]
+		if k < 0 {
+			continue
+		}
+		g := a.pods.PodsGeneration(name)
+		if g == m.generations[i] {
+			continue
+		}
+		m.generations[i] = g
+		node := &m.sys[k]
+		if inUse(dim, &node.use) {
+			m.used--
+		}
+		node.use = a.res.fromAmounts(a.cluster.Allocated(name))
+		if inUse(dim, &node.use) {
+			m.used++
+		}
+		old := m.utils[k][prime]
+		m.utils[k] = utilization(dim, &node.capacity, &node.use)
+		if m.primes != nil {
+			at := sort.SearchFloat64s(m.primes, old) // primes[at] == old
+			m.primes = slices.Delete(m.primes, at, at+1)
+			x := m.utils[k][prime]
+			m.primes = slices.Insert(m.primes, sort.SearchFloat64s(m.primes, x), x)
+		}
+	}
+	return m
+}
+
+// buildSystem reads the system of the schedulable nodes of all anew. A node without a
+// resourceVersion makes a memo that the next call does not reuse.
+func (a *Agent) buildSystem(all []*corev1.Node) *systemMemo {
+	dim, prime := a.cfg.NumResources, a.cfg.ResourceIndex
+	m := &systemMemo{nodes: slices.Clone(all), names: make([]string, len(all)), versions: make([]string, len(all)),
+		generations: make([]int64, len(all)), at: make([]int, len(all)),
+		index: make(map[string]int, len(all)), byNode: make(map[*corev1.Node]int, len(all))}
+	for i, n := range all {
+		m.names[i], m.versions[i], m.at[i] = n.Name, n.ResourceVersion, -1
+		if n.ResourceVersion == "" {
+			m.nodes[i] = nil // compared by name and version, which fails: built anew
+		}
+		if n.Spec.Unschedulable {
+			continue
+		}
+		// The generation is read before the usage: a change between the two is read again at
+		// the next call.
+		m.generations[i] = a.pods.PodsGeneration(n.Name)
+		m.at[i] = len(m.sys)
+		m.index[n.Name] = len(m.sys)
+		m.byNode[n] = len(m.sys)
+		node := nodeState{capacity: a.capacity(n), use: a.res.fromAmounts(a.cluster.Allocated(n.Name))}
+		m.sys = append(m.sys, node)
+		m.utils = append(m.utils, utilization(dim, &node.capacity, &node.use))
+		if inUse(dim, &node.use) {
+			m.used++
+		}
+	}
+	m.avgCap = averageCapacity(dim, m.sys)
+	if a.cfg.Objective == Consolidate {
+		m.primes = make([]float64, len(m.utils))
+		for k := range m.utils {
+			m.primes[k] = m.utils[k][prime]
+		}
+		sort.Float64s(m.primes)
+	}
+	return m
 }

@@ -1,0 +1,155 @@
+package pigeon
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+)
+
+// remove deletes the i-th placed pod: its node's Allocated is summed again from the pods left
+// and its generation moves.
+func (c *cycleCluster) remove(i int) {
+	node := c.pods[i].Spec.NodeName
+	c.pods = slices.Delete(c.pods, i, i+1)
+	a := framework.Amounts{}
+	for _, p := range c.pods {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		for name, q := range framework.PodRequests(p) {
+			a[name] += framework.Amount(name, q)
+		}
+		a[corev1.ResourcePods]++
+	}
+	c.alloc[node] = a
+	c.last++
+	c.generations[node] = c.last
+}
+
+// The answers from the system kept between pods (NodePods) are the per-pod computation's (the
+// system gathered and evaluated for each pod, as without NodePods), exactly: every node's
+// objective value (bit for bit), fit and score, c(demand) and the system's size. Random
+// clusters of nodes of several sizes (some without gpus), every objective, 1 to 5 resources,
+// through sequences of plugin-mode cycles: a pod of one of several classes scored on a run of
+// consecutive nodes (at times with a node the cluster does not list) and placed on the first
+// node of best score, with pods removed, nodes added, cordoned and uncordoned, updated with
+// another allocatable (a new resourceVersion) and the list reordered in between. One agent of
+// each kind lives through each sequence.
+func TestKeptAnswersArePerPodAnswers(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 27))
+	objs := []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes}
+	updated, reused := 0, 0 // calls that updated a kept system from generations; that reused it as it was
+	for iter := range 48 {
+		cfg := config(1+r.IntN(MaxResources), objs[iter%len(objs)])
+		cfg.ResourceIndex = r.IntN(cfg.NumResources)
+		c := &cycleCluster{alloc: map[string]framework.Amounts{}, generations: map[string]int64{}}
+		rv := 0
+		node := func(name string, unschedulable bool) *corev1.Node {
+			rv++
+			cpu, gpu := 4+4*r.IntN(4), 4*r.IntN(2)
+			n := fixtures.MakeNode().Name(name).Allocatable(fixtures.Res{
+				corev1.ResourceCPU: strconv.Itoa(cpu), corev1.ResourceMemory: strconv.Itoa(16<<r.IntN(2)) + "Gi",
+				corev1.ResourcePods: "30", "nvidia.com/gpu": strconv.Itoa(gpu), corev1.ResourceEphemeralStorage: "50Gi",
+			}).ResourceVersion(strconv.Itoa(rv)).Obj()
+			n.Spec.Unschedulable = unschedulable
+			return n
+		}
+		newPod := func(name string) *corev1.Pod {
+			return pod(name).Req(cycleClasses[r.IntN(len(cycleClasses))]).Obj()
+		}
+		for i := range 3 + r.IntN(40) {
+			n := node(fmt.Sprintf("n%d", i), r.IntN(10) == 0)
+			c.nodes = append(c.nodes, n)
+			for k := range r.IntN(6) {
+				c.place(newPod(fmt.Sprintf("b%d-%d-%d", iter, i, k)), n.Name)
+			}
+		}
+		h := framework.NewHandle(nil)
+		h.Cluster, h.NodePods = c, c
+		kept, err := New(cfg, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perPod := newAgent(t, cfg, c) // no NodePods: the system gathered for each pod
+		added := len(c.nodes)
+		start := 0
+		for step := range 60 {
+			switch k := r.IntN(12); {
+			case k < 3 && len(c.pods) > 0:
+				c.remove(r.IntN(len(c.pods)))
+			case k == 3:
+				n := node(fmt.Sprintf("n%d", added), false)
+				added++
+				c.nodes = append(c.nodes, n)
+			case k == 4:
+				i := r.IntN(len(c.nodes))
+				c.nodes[i] = node(c.nodes[i].Name, !c.nodes[i].Spec.Unschedulable)
+			case k == 5:
+				i := r.IntN(len(c.nodes))
+				c.nodes[i] = node(c.nodes[i].Name, c.nodes[i].Spec.Unschedulable) // allocatable changes
+			case k == 6 && r.IntN(3) == 0:
+				r.Shuffle(len(c.nodes), func(i, j int) { c.nodes[i], c.nodes[j] = c.nodes[j], c.nodes[i] })
+			case k == 7 && r.IntN(2) == 0: // the same version, another object (a relist)
+				i := r.IntN(len(c.nodes))
+				c.nodes[i] = c.nodes[i].DeepCopy()
+			}
+			run := 1 + r.IntN(len(c.nodes))
+			var nodes []*corev1.Node
+			for k := range run {
+				nodes = append(nodes, c.nodes[(start+k)%len(c.nodes)])
+			}
+			start = (start + run) % len(c.nodes)
+			if r.IntN(5) == 0 {
+				outside := node("outside", false)
+				c.alloc[outside.Name] = framework.Amounts{corev1.ResourceCPU: 1000, corev1.ResourcePods: 1}
+				nodes = append(nodes, outside)
+			}
+			p := newPod(fmt.Sprintf("p%d-%d", iter, step))
+			before := kept.system
+			var gens []int64
+			if before != nil {
+				gens = slices.Clone(before.generations)
+			}
+			want := perPod.rank(p, nodes)
+			got := kept.rank(p, nodes)
+			if kept.system == before && before != nil {
+				if slices.Equal(gens, before.generations) {
+					reused++
+				} else {
+					updated++
+				}
+			}
+			where := fmt.Sprintf("cluster %d step %d (%+v)", iter, step, cfg)
+			if got.systemNodes != want.systemNodes || math.Float64bits(got.demandCV) != math.Float64bits(want.demandCV) {
+				t.Fatalf("%s: system of %d nodes, c(demand) %v; per pod %d, %v", where, got.systemNodes, got.demandCV, want.systemNodes, want.demandCV)
+			}
+			for i := range nodes {
+				if math.Float64bits(got.values[i]) != math.Float64bits(want.values[i]) || got.fit[i] != want.fit[i] || got.scores[i] != want.scores[i] {
+					t.Fatalf("%s: node %s: value %v, fits %v, score %d; per pod %v, %v, %d", where, nodes[i].Name,
+						got.values[i], got.fit[i], got.scores[i], want.values[i], want.fit[i], want.scores[i])
+				}
+			}
+			best := 0
+			for i, s := range want.scores {
+				if s > want.scores[best] {
+					best = i
+				}
+			}
+			if want.scores[best] > 0 && nodes[best].Name != "outside" {
+				c.place(p, nodes[best].Name)
+			}
+		}
+	}
+	t.Logf("%d calls updated the kept system from generations, %d reused it unchanged", updated, reused)
+	if updated < 1000 || reused < 100 {
+		t.Errorf("%d calls updated the kept system from its nodes' generations, %d reused it unchanged: the test does not exercise it", updated, reused)
+	}
+}
