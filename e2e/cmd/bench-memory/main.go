@@ -206,6 +206,9 @@ func measure(s *harness.Session, bin, name, label string, env map[string]string,
 	time.Sleep(after)
 	r.end = readMemory(s, e, after.String()+" later")
 	r.live = lastLiveHeap(e.LogPath)
+	// Said now too: a later variant that fails stops the run before the table.
+	fmt.Fprintf(os.Stderr, "bench-memory: %s (%s): synced in %.1f s; RSS %.0f MiB at ready, %.0f after the calls, %.0f %s later; peak %.0f MiB; "+
+		"Go heap in use %.0f MiB; live heap at the last GC %s MB\n", name, label, r.sync.Seconds(), r.ready.rss, r.called.rss, r.end.rss, after, r.end.hwm, r.end.heap, r.live)
 	return r
 }
 
