@@ -19,9 +19,10 @@
 // as sidecars run), then for each mode pre-creates the pods, starts a scheduler with that
 // mode's configuration and times the bindings: pods/s = (pods - 1) / (last binding - first
 // binding), so scheduler start-up is not counted. It prints a table with each mode's ratio to
-// "alone" (and, with -rounds, medians over interleaved rounds). Usage: make bench-e2e, or
-// go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000 [-modes names,combined,plugins -rounds 3]
-// [-cpuprofile dir].
+// "alone" (and, with -rounds, medians over interleaved rounds). Every pod requests 100m/128Mi
+// unless -requests gives classes of requests, which the pods of every mode then take in turn.
+// Usage: make bench-e2e, or go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000
+// [-modes names,combined,plugins -rounds 3] [-requests mixed] [-cpuprofile dir].
 package main
 
 import (
@@ -201,6 +202,7 @@ func main() {
 		"machine's drift spreads over every mode; with more than one, medians follow the table")
 	flag.StringVar(&profileDir, "cpuprofile", "", "directory to write each scheduler's CPU profile to (<nodes>-<mode>.pprof, the first -profile-seconds of its run)")
 	flag.DurationVar(&profileFor, "profile-seconds", 5*time.Second, "length of each CPU profile")
+	requestList := flag.String("requests", defaultRequests, requestsHelp)
 	perfList := flag.String("perf", "SchedulingBasic,AnnotatedDefault,AnnotatedPlugins,AnnotatedPluginsPigeon,AnnotatedChurnDefault,AnnotatedChurnPlugins",
 		"comma-separated test cases of kube-scheduler's own benchmark (scheduler_perf, scheduler/perf/performance-config.yaml) "+
 			"to run after the modes in each round, at the node counts it has workloads for (\"\": none)")
@@ -215,6 +217,10 @@ func main() {
 			s.Fatalf("-nodes: %q is not a node count", f)
 		}
 		counts = append(counts, n)
+	}
+	classes, err := parseRequests(*requestList)
+	if err != nil {
+		s.Fatalf("%v", err)
 	}
 	selected := map[string]bool{}
 	for _, m := range strings.Split(*only, ",") {
@@ -266,7 +272,7 @@ func main() {
 					continue
 				}
 				before := serveTimes(p)
-				r := runMode(s, c, client, m, round, p, n, *pods, *timeout)
+				r := runMode(s, c, client, m, round, p, n, *pods, classes, *timeout)
 				serve := serveSummary(before, serveTimes(p), *pods)
 				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, scheduler %.2f CPU ms/pod, extenders %.2f CPU ms/pod, load %.1f; extender time per call: %s\n",
 					n, round, m.name, r.rate, r.schedCPU, r.extCPU, r.load, serve)
@@ -277,7 +283,8 @@ func main() {
 		s = harness.NewSession(os.Stderr)
 	}
 
-	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode, %s, %d CPUs\n\n", *pods, time.Now().UTC().Format("2006-01-02"), numCPU())
+	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode requesting %s in turn, %s, %d CPUs\n\n", *pods,
+		strings.Trim(fmt.Sprint(classes), "[]"), time.Now().UTC().Format("2006-01-02"), numCPU())
 	if len(perf) > 0 {
 		fmt.Println("perf:<case> rows are kube-scheduler's own benchmark (scheduler_perf, scheduler/perf): pods/s is its " +
 			"SchedulingThroughput average, CPU the test process's (the scheduler and its in-process kube-apiserver) per " +
@@ -511,7 +518,7 @@ type result struct {
 	rate, schedCPU, extCPU, load float64
 }
 
-func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, timeout time.Duration) result {
+func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, classes []request, timeout time.Duration) result {
 	ctx, cancel := context.WithTimeout(s.Context(), timeout)
 	defer cancel()
 	ns := fmt.Sprintf("bench-%s-%d", m.name, round)
@@ -520,8 +527,9 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 	}
 	fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, %s: creating %d pods\n", nodes, m.name, pods)
 	parallel(s, pods, func(i int) error {
+		req := requestOf(classes, i)
 		pod, err := harness.PodSpec{Name: fmt.Sprintf("p-%05d", i), Namespace: ns, SchedulerName: "my-scheduler",
-			CPU: "100m", Memory: "128Mi"}.Pod()
+			CPU: req.cpu, Memory: req.memory}.Pod()
 		if err != nil {
 			return err
 		}
