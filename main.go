@@ -17,6 +17,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -78,6 +79,8 @@ type config struct {
 	combined     string
 	log          logging.Config
 	maxBodyBytes int64
+	// pprof is PPROF_ADDR: a loopback host:port serving net/http/pprof, or "" (off).
+	pprof string
 	// decisions is DECISIONS_KEPT, bound by decisionsBound, as kube-safe-scheduler reads it too.
 	decisions      decisions.Config
 	decisionsBound settings.Bound
@@ -94,8 +97,48 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 	c.log.Declare(s)
 	s.Int64(&c.maxBodyBytes, "MAX_BODY_BYTES", "max-body-bytes", server.DefaultMaxBodyBytes, 1<<10, 1<<34,
 		"largest request body accepted; larger ones get 413")
+	s.String(&c.pprof, "PPROF_ADDR", "pprof-addr", "",
+		"loopback host:port (127.0.0.1:6060) serving Go's profiles at /debug/pprof/, for diagnosis; empty: off", checkPprofAddr)
 	c.decisions = decisions.Config{Kept: decisions.DefaultKept}
 	c.decisionsBound = s.Bind(&c.decisions)
+}
+
+// checkPprofAddr accepts "" (off) or a host:port whose host is a loopback address or localhost:
+// the profiles are served without authentication, so never on an address others can reach.
+func checkPprofAddr(v string) error {
+	if v == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil || port == "" {
+		return fmt.Errorf("%q is not host:port", v)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q: the host must be a loopback address (127.0.0.1, ::1) or localhost", v)
+	}
+	return nil
+}
+
+// servePprof serves net/http/pprof's handlers on addr until ctx ends.
+func servePprof(ctx context.Context, addr string, log logrus.FieldLogger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen (PPROF_ADDR or --pprof-addr %q): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go srv.Serve(ln)
+	log.WithField("address", ln.Addr().String()).Warn("serving Go profiles at /debug/pprof/ (PPROF_ADDR)")
+	return nil
 }
 
 // validate checks the server's own settings that their declaration does not range-check.
@@ -309,6 +352,12 @@ func serve(ctx context.Context, st *startup, log *logrus.Logger, tlsServer *tlsr
 		mode = "HTTPS"
 		if st.tls.ClientCAFile != "" {
 			mode = "HTTPS, client certificates required"
+		}
+	}
+	if st.cfg.pprof != "" {
+		if err := servePprof(ctx, st.cfg.pprof, log); err != nil {
+			log.Error(err)
+			return 1
 		}
 	}
 	if state != nil {

@@ -93,6 +93,9 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"no agent", []string{"--agents", " , "}, env(), "no agent selected"},
 		{"body limit", nil, env("MAX_BODY_BYTES", "-1"), "invalid MAX_BODY_BYTES"},
 		{"decisions kept", nil, env("DECISIONS_KEPT", "-1"), "invalid DECISIONS_KEPT (or --decisions-kept)"},
+		{"pprof not loopback", nil, env("PPROF_ADDR", "0.0.0.0:6060"), `invalid PPROF_ADDR (or --pprof-addr): "0.0.0.0:6060": the host must be a loopback address`},
+		{"pprof all interfaces", []string{"--pprof-addr", ":6060"}, env(), "invalid --pprof-addr (or PPROF_ADDR)"},
+		{"pprof bare port", nil, env("PPROF_ADDR", "6060"), `invalid PPROF_ADDR (or --pprof-addr): "6060" is not host:port`},
 		// an agent's range, checked by its Config.Validate, named by variable and flag
 		{"agent range", nil, env("AGENTS", "safe", "SAFEUTILIZATION", "101"),
 			"agent safe:\ninvalid SAFEUTILIZATION (or --safe-utilization): 101 is out of range [0, 100]"},
@@ -195,6 +198,42 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "extender stopped") {
 		t.Errorf("log lacks the stop line: %s", out.String())
+	}
+}
+
+// PPROF_ADDR serves Go's profiles on its loopback address, beside the extender's own address,
+// which does not serve them.
+func TestRunServesProfilesOnlyWhenAsked(t *testing.T) {
+	requireAgents(t)
+	addr, pprofAddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", addr}, env("PPROF_ADDR", pprofAddr, "CLUSTER_ACCESS", "none"), &out)
+	}()
+	get := func(url string) (int, []byte) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			resp, err := http.Get(url)
+			if err != nil {
+				continue
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, b
+		}
+		t.Fatalf("%s: no answer; log %s", url, out.String())
+		return 0, nil
+	}
+	if status, body := get("http://" + pprofAddr + "/debug/pprof/heap?debug=1"); status != http.StatusOK || !strings.Contains(string(body), "heap profile") {
+		t.Errorf("PPROF_ADDR's heap profile: status %d, body %.80q", status, body)
+	}
+	if status, _ := get("http://" + addr + "/debug/pprof/heap"); status == http.StatusOK {
+		t.Errorf("the extender's own address serves the profiles")
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit code %d; log %s", code, out.String())
 	}
 }
 

@@ -20,7 +20,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,6 +69,8 @@ func main() {
 	variants := flag.String("variants", "", "semicolon-separated extender runs against the same cluster, each a space-separated "+
 		"list of KEY=VALUE environment overrides (e.g. ';GOMEMLIMIT=300MiB;AGENTS=safe'), binary=PATH running another extender "+
 		"build (e.g. one of another commit, to compare); empty: one run as shipped")
+	heapDir := flag.String("heapprofile", "", "directory to save each extender's Go heap profile to (heap-extender-N.pprof, taken "+
+		"after the last reading, after a collection): the extender serves /debug/pprof/ on a free loopback port (PPROF_ADDR); empty: none")
 	flag.Parse()
 	if *nodes < 1 || *pods < 0 || *workers < 1 {
 		fmt.Fprintln(os.Stderr, "bench-memory: -nodes and -workers must be at least 1, -pods at least 0")
@@ -160,7 +165,13 @@ func main() {
 				}
 			}
 		}
-		rows = append(rows, measure(s, exe, fmt.Sprintf("extender-%d", k+1), label, env, *nodes, *settle, *after, *calls))
+		name := fmt.Sprintf("extender-%d", k+1)
+		heap := ""
+		if *heapDir != "" {
+			env["PPROF_ADDR"] = freeLoopback(s)
+			heap = filepath.Join(*heapDir, "heap-"+name+".pprof")
+		}
+		rows = append(rows, measure(s, exe, name, label, env, *nodes, *settle, *after, *calls, heap))
 	}
 
 	fmt.Printf("\nThe all extender watching a real kube-apiserver with %d nodes and %d running pods, %s, %d CPUs\n\n",
@@ -185,7 +196,8 @@ type row struct {
 
 // measure starts an extender with env, waits for its caches, lets it settle, calls it, waits
 // again and reads its memory at each step; then stops it.
-func measure(s *harness.Session, bin, name, label string, env map[string]string, nodes int, settle, after time.Duration, calls int) row {
+// When heap is not empty, it then saves the extender's heap profile (from PPROF_ADDR) there.
+func measure(s *harness.Session, bin, name, label string, env map[string]string, nodes int, settle, after time.Duration, calls int, heap string) row {
 	fmt.Fprintf(os.Stderr, "bench-memory: %s: starting the extender (%s)\n", name, label)
 	started := time.Now()
 	e := harness.StartExtender(s, harness.ExtenderOptions{Name: name, Binary: bin, Env: env})
@@ -206,10 +218,44 @@ func measure(s *harness.Session, bin, name, label string, env map[string]string,
 	time.Sleep(after)
 	r.end = readMemory(s, e, after.String()+" later")
 	r.live = lastLiveHeap(e.LogPath)
+	if heap != "" {
+		saveHeapProfile(s, env["PPROF_ADDR"], heap)
+	}
 	// Said now too: a later variant that fails stops the run before the table.
 	fmt.Fprintf(os.Stderr, "bench-memory: %s (%s): synced in %.1f s; RSS %.0f MiB at ready, %.0f after the calls, %.0f %s later; peak %.0f MiB; "+
 		"Go heap in use %.0f MiB; live heap at the last GC %s MB\n", name, label, r.sync.Seconds(), r.ready.rss, r.called.rss, r.end.rss, after, r.end.hwm, r.end.heap, r.live)
 	return r
+}
+
+// freeLoopback returns a loopback host:port free now, for the extender's PPROF_ADDR.
+func freeLoopback(s *harness.Session) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.Fatalf("a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// saveHeapProfile saves the heap profile the extender serves at addr to path, after a
+// collection (?gc=1), so its in-use figures are what the collection kept: what holds the memory.
+func saveHeapProfile(s *harness.Session, addr, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		s.Fatalf("extender's heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		s.Fatalf("extender's heap profile: status %d, %v", resp.StatusCode, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		s.Fatalf("%v", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		s.Fatalf("%v", err)
+	}
+	fmt.Fprintf(os.Stderr, "bench-memory: heap profile saved to %s (go tool pprof -sample_index=inuse_space -top %s)\n", path, path)
 }
 
 // lastLiveHeap returns the live heap (MB) the runtime's last collection marked, from the
