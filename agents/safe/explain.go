@@ -22,12 +22,15 @@ func (a *Agent) Explain(_ context.Context, _, _ string, pod *corev1.Pod, nodes [
 	if ev := c.evidence(a.estimator); ev != "" {
 		est["evidence"] = ev
 	}
+	// Boxed once, shared by every node's inputs: a decision log keeps up to
+	// decisions.InputsKept nodes' inputs, so each node's own allocations count.
+	threshold, acceptable := any(a.t), any(a.e)
 	out := make([]framework.Inputs, len(nodes))
 	for i, n := range nodes {
 		cpu, memory, f := a.measureNode(n, c)
 		in := framework.Inputs{
 			"cpu": a.explainResource(&cpu), "memory": a.explainResource(&memory),
-			"threshold": a.t, "acceptableRisk": a.e, "podEstimate": est,
+			"threshold": threshold, "acceptableRisk": acceptable, "podEstimate": est,
 		}
 		if f.stale {
 			in["stale"] = a.staleReason(f)
@@ -37,12 +40,27 @@ func (a *Agent) Explain(_ context.Context, _, _ string, pod *corev1.Pod, nodes [
 	return out
 }
 
-func (a *Agent) explainResource(m *measure) framework.Inputs {
+// measuredInputs is what explainResource shows of a measured resource: the JSON of the map
+// {"mu", "risk", "sigma"} it replaces (the same keys, in the same order), in one allocation of
+// 24 bytes instead of a map and three boxed numbers (about 400 bytes), per node and resource.
+type measuredInputs struct {
+	Mu    float64 `json:"mu"`
+	Risk  float64 `json:"risk"`
+	Sigma float64 `json:"sigma"`
+}
+
+// Unmeasured resources' inputs, shared: they never change.
+var (
+	noStatsInputs       any = framework.Inputs{"risk": "not judged: no usage statistics"}
+	noAllocatableInputs any = framework.Inputs{"risk": 1.0, "why": "allocatable is zero or missing"}
+)
+
+func (a *Agent) explainResource(m *measure) any {
 	switch m.state {
 	case noStats:
-		return framework.Inputs{"risk": "not judged: no usage statistics"}
+		return noStatsInputs
 	case noAllocatable:
-		return framework.Inputs{"risk": 1.0, "why": "allocatable is zero or missing"}
+		return noAllocatableInputs
 	}
-	return framework.Inputs{"mu": m.mu, "sigma": m.sigma, "risk": a.risk(m)}
+	return &measuredInputs{Mu: m.mu, Risk: a.risk(m), Sigma: m.sigma}
 }

@@ -2,6 +2,8 @@ package safe
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -29,8 +31,8 @@ func TestExplain(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d inputs for 2 nodes", len(got))
 	}
-	cpu := got[0]["cpu"].(framework.Inputs)
-	if math.Abs(cpu["mu"].(float64)-0.4) > 1e-12 || math.Abs(cpu["sigma"].(float64)-0.2) > 1e-12 || math.Abs(cpu["risk"].(float64)-0.3125) > 1e-9 {
+	cpu := got[0]["cpu"].(*measuredInputs)
+	if math.Abs(cpu.Mu-0.4) > 1e-12 || math.Abs(cpu.Sigma-0.2) > 1e-12 || math.Abs(cpu.Risk-0.3125) > 1e-9 {
 		t.Errorf("beta cpu: %v, want mu 0.4, sigma 0.2, risk 0.3125", cpu)
 	}
 	if got[0]["memory"].(framework.Inputs)["risk"] != "not judged: no usage statistics" || got[0]["threshold"] != 0.5 || got[0]["acceptableRisk"] != 0.3 {
@@ -41,5 +43,34 @@ func TestExplain(t *testing.T) {
 	}
 	if _, ok := got[0]["stale"]; ok {
 		t.Errorf("fresh node said stale: %v", got[0])
+	}
+}
+
+// A measured resource's inputs render as the map {"mu", "risk", "sigma"} they replaced did, and
+// cost each node few allocations: a decision log keeps up to decisions.InputsKept nodes' inputs
+// (at 5000 nodes, safe's were 34 of the extender's 235 MB live heap as maps of boxed numbers).
+func TestExplainInputsAreSmall(t *testing.T) {
+	got, err := json.Marshal(&measuredInputs{Mu: 0.4, Risk: 0.3125, Sigma: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(framework.Inputs{"mu": 0.4, "sigma": 0.2, "risk": 0.3125})
+	if string(got) != string(want) {
+		t.Errorf("measuredInputs renders %s, the map rendered %s", got, want)
+	}
+
+	a := newAgent(t, config(func(c *Config) { c.Utilization = 50 }), nil)
+	pod := makePod("400m", "800")
+	var nodes []*corev1.Node
+	for i := range 200 {
+		nodes = append(nodes, fixtureNode(fmt.Sprintf("n%d", i)).Annotations(ann{
+			nodestats.MeanFreeCPU: "2800", nodestats.StdFreeCPU: "800", nodestats.MeanFreeMemory: "3000", nodestats.StdFreeMemory: "900"}).Obj())
+	}
+	ctx := context.Background()
+	perNode := testing.AllocsPerRun(5, func() { a.Explain(ctx, FilterOverload, "filter", pod, nodes) }) / float64(len(nodes))
+	// The node's map (its table and one group), the two resources' inputs, and measuring the
+	// node: 5 (15 as maps of boxed numbers).
+	if perNode > 6 {
+		t.Errorf("Explain allocates %.1f times per node, want at most 6", perNode)
 	}
 }
