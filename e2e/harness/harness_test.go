@@ -204,3 +204,16 @@ func TestWaitUntil(t *testing.T) {
 		t.Errorf("condition that holds at the third call: %v", err)
 	}
 }
+
+// TestCPUTicks: a process's ticks grow with its work; no process reads 0.
+func TestCPUTicks(t *testing.T) {
+	before := CPUTicks(os.Getpid())
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	}
+	if after := CPUTicks(os.Getpid()); after <= before {
+		t.Errorf("CPUTicks: %d after 100 ms of work, %d before", after, before)
+	}
+	if CPUTicks(-1) != 0 {
+		t.Error("CPUTicks of no process: want 0")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -221,4 +222,46 @@ func keepHint() string {
 // addressInUse reports whether a process's log says it could not bind its port.
 func addressInUse(p *Process) bool {
 	return strings.Contains(p.Tail(60), "address already in use")
+}
+
+// ClockTicks is USER_HZ, the unit of CPUTicks: 100 on every Linux architecture this runs on.
+const ClockTicks = 100
+
+// CPUTicks returns the user + system time of process pid and its threads, in clock ticks, from
+// /proc/<pid>/stat; 0 when it cannot be read.
+func CPUTicks(pid int) int64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields follow the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
+}
+
+// LoadAverage returns the machine's 1-minute load average, 0 when unknown.
+func LoadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
 }

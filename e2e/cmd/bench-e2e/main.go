@@ -548,9 +548,9 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 	cpuNow := func() [2]int64 {
 		var ext int64
 		for _, e := range p.procs {
-			ext += cpuTicks(e.Pid())
+			ext += harness.CPUTicks(e.Pid())
 		}
-		return [2]int64{cpuTicks(schedPid), ext}
+		return [2]int64{harness.CPUTicks(schedPid), ext}
 	}
 	allBound := make(chan struct{})
 	record := func(obj any) {
@@ -647,52 +647,9 @@ profiles:
 		r.rate = float64(pods-1) / span
 	}
 	if pods > 1 {
-		r.schedCPU = float64(cpuLast[0]-cpuFirst[0]) * 1000 / clockTicks / float64(pods-1)
-		r.extCPU = float64(cpuLast[1]-cpuFirst[1]) * 1000 / clockTicks / float64(pods-1)
+		r.schedCPU = float64(cpuLast[0]-cpuFirst[0]) * 1000 / harness.ClockTicks / float64(pods-1)
+		r.extCPU = float64(cpuLast[1]-cpuFirst[1]) * 1000 / harness.ClockTicks / float64(pods-1)
 	}
-	r.load = loadAverage()
+	r.load = harness.LoadAverage()
 	return r
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux
-// architecture this runs on.
-const clockTicks = 100
-
-// cpuTicks returns the user + system time of process pid and its threads, in clock ticks, from
-// /proc/<pid>/stat; 0 when it cannot be read.
-func cpuTicks(pid int) int64 {
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: the fields follow the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime
-}
-
-// loadAverage returns the machine's 1-minute load average, 0 when unknown.
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }

@@ -139,7 +139,7 @@ func (r *perfRunner) run(s harness.T, c string, nodes, round int, timeout time.D
 	if tp := perfThroughput.FindSubmatch(out); tp != nil {
 		res.rate, _ = strconv.ParseFloat(string(tp[1]), 64)
 	}
-	res.load = loadAverage()
+	res.load = harness.LoadAverage()
 	return res, true
 }
 

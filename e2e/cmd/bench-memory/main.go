@@ -410,7 +410,7 @@ func run(s *harness.Session, what string, n, batch, workers int, pids map[string
 	cpu := func() map[string]int64 {
 		out := map[string]int64{}
 		for name, pid := range pids {
-			out[name] = cpuTicks(pid)
+			out[name] = harness.CPUTicks(pid)
 		}
 		return out
 	}
@@ -462,10 +462,10 @@ func run(s *harness.Session, what string, n, batch, workers int, pids map[string
 		var parts []string
 		for _, name := range []string{"kube-apiserver", "etcd", "bench-memory"} {
 			if _, ok := pids[name]; ok {
-				parts = append(parts, fmt.Sprintf("%s %.2f ms", name, float64(cpuAfter[name]-cpuBefore[name])*1000/clockTicks/float64(d)))
+				parts = append(parts, fmt.Sprintf("%s %.2f ms", name, float64(cpuAfter[name]-cpuBefore[name])*1000/harness.ClockTicks/float64(d)))
 			}
 		}
-		fmt.Fprintf(os.Stderr, "bench-memory: CPU per %s object: %s; load average %s\n", what, strings.Join(parts, ", "), loadAverage())
+		fmt.Fprintf(os.Stderr, "bench-memory: CPU per %s object: %s; load average %.2f\n", what, strings.Join(parts, ", "), harness.LoadAverage())
 	}
 	if first != nil {
 		s.Fatalf("%v", first)
@@ -690,41 +690,6 @@ func fillers(dir string) map[string]int {
 		}
 	}
 	return out
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every Linux
-// architecture this runs on.
-const clockTicks = 100
-
-// cpuTicks returns the user + system time of process pid, in clock ticks, from /proc/<pid>/stat;
-// 0 when it cannot be read.
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: the fields follow the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime
-}
-
-// loadAverage returns the machine's 1-minute load average as /proc/loadavg gives it.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "n/a"
 }
 
 func numCPU() int {
