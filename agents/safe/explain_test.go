@@ -69,8 +69,9 @@ func TestExplainInputsAreSmall(t *testing.T) {
 	ctx := context.Background()
 	perNode := testing.AllocsPerRun(5, func() { a.Explain(ctx, FilterOverload, "filter", pod, nodes) }) / float64(len(nodes))
 	// The node's map (its table and one group), the two resources' inputs, and measuring the
-	// node: 5 (15 as maps of boxed numbers).
-	if perNode > 6 {
-		t.Errorf("Explain allocates %.1f times per node, want at most 6", perNode)
+	// node: 5 (15 as maps of boxed numbers). The bound leaves room for the race detector's own
+	// allocations (6.1 under make test's -race), not for the maps.
+	if perNode > 10 {
+		t.Errorf("Explain allocates %.1f times per node, want at most 10 (5 without -race; 15 when inputs were maps)", perNode)
 	}
 }
