@@ -27,14 +27,9 @@ import (
 func BenchmarkPluginsPerPod(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{500, 2000, 5000} {
-		var nodes []*corev1.Node
+		nodes := benchNodes(n, now)
 		var pods []*corev1.Pod
-		for i := range n {
-			annotations := fixtures.UsageStatistics(i, 16000, 64<<30, now)
-			annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
-			node := fixtures.Node(i, annotations)
-			node.ResourceVersion = strconv.Itoa(i + 1)
-			nodes = append(nodes, &node)
+		for i, node := range nodes {
 			for k := range 8 {
 				p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), "100m", "128Mi")
 				p.Spec.NodeName = node.Name
@@ -76,21 +71,8 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 					if _, s, _ := fw.RunPreFilterPlugins(b.Context(), state, pod); !s.IsSuccess() {
 						b.Fatal(s)
 					}
-					// As the scheduler does: from where the last pod stopped, until enough
-					// feasible nodes are found.
 					var feasible []fwk.NodeInfo
-					k := 0
-					for ; k < len(infos) && len(feasible) < toFind; k++ {
-						ni := infos[(start+k)%len(infos)]
-						s := fw.RunFilterPlugins(b.Context(), state, pod, ni)
-						if s.Code() == fwk.Error {
-							b.Fatal(s)
-						}
-						if s.IsSuccess() {
-							feasible = append(feasible, ni)
-						}
-					}
-					start = (start + k) % len(infos)
+					feasible, start = findFeasible(b, fw, state, pod, infos, start, toFind)
 					infos := feasible
 					if s := fw.RunPreScorePlugins(b.Context(), state, pod, infos); !s.IsSuccess() {
 						b.Fatal(s)
@@ -102,6 +84,39 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchNodes are n realistic nodes (fixtures) carrying usage statistics as an annotator writes
+// them (fixtures.UsageStatistics) and a congestion factor, each of its own resourceVersion.
+func benchNodes(n int, now time.Time) []*corev1.Node {
+	nodes := make([]*corev1.Node, 0, n)
+	for i := range n {
+		annotations := fixtures.UsageStatistics(i, 16000, 64<<30, now)
+		annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
+		node := fixtures.Node(i, annotations)
+		node.ResourceVersion = strconv.Itoa(i + 1)
+		nodes = append(nodes, &node)
+	}
+	return nodes
+}
+
+// findFeasible filters as the scheduler does: node by node from start, wrapping, until toFind
+// feasible nodes are found or every node was asked. It returns them and where the next pod
+// starts.
+func findFeasible(b *testing.B, fw schedframework.Framework, state fwk.CycleState, pod *corev1.Pod, infos []fwk.NodeInfo, start, toFind int) ([]fwk.NodeInfo, int) {
+	var feasible []fwk.NodeInfo
+	k := 0
+	for ; k < len(infos) && len(feasible) < toFind; k++ {
+		ni := infos[(start+k)%len(infos)]
+		s := fw.RunFilterPlugins(b.Context(), state, pod, ni)
+		if s.Code() == fwk.Error {
+			b.Fatal(s)
+		}
+		if s.IsSuccess() {
+			feasible = append(feasible, ni)
+		}
+	}
+	return feasible, (start + k) % len(infos)
 }
 
 // feasibleToFind is how many feasible nodes kube-scheduler looks for among n
@@ -136,14 +151,7 @@ func processCPU() int64 {
 func BenchmarkPluginsPerPodBatched(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{500, 2000} {
-		var nodes []*corev1.Node
-		for i := range n {
-			annotations := fixtures.UsageStatistics(i, 16000, 64<<30, now)
-			annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
-			node := fixtures.Node(i, annotations)
-			node.ResourceVersion = strconv.Itoa(i + 1)
-			nodes = append(nodes, &node)
-		}
+		nodes := benchNodes(n, now)
 		for _, set := range []struct{ name, plugins, args string }{
 			{"safe-overload+congestion", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n", ""},
 			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n",
@@ -160,18 +168,7 @@ func BenchmarkPluginsPerPodBatched(b *testing.B) {
 					start, hinted := 0, 0
 					cycle := func(pod *corev1.Pod, state fwk.CycleState) schedframework.SortedScoredNodes {
 						var feasible []fwk.NodeInfo
-						k := 0
-						for ; k < len(infos) && len(feasible) < toFind; k++ {
-							ni := infos[(start+k)%len(infos)]
-							s := fw.RunFilterPlugins(b.Context(), state, pod, ni)
-							if s.Code() == fwk.Error {
-								b.Fatal(s)
-							}
-							if s.IsSuccess() {
-								feasible = append(feasible, ni)
-							}
-						}
-						start = (start + k) % len(infos)
+						feasible, start = findFeasible(b, fw, state, pod, infos, start, toFind)
 						if s := fw.RunPreScorePlugins(b.Context(), state, pod, feasible); !s.IsSuccess() {
 							b.Fatal(s)
 						}
