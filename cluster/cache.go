@@ -64,10 +64,37 @@ type Cache struct {
 	events    events
 }
 
-// podShare is one pod's part of its node's allocation.
+// podShare is one pod's part of its node's allocation: cpu (millicores) and memory (bytes)
+// inline, 1 under "pods" implied, and a map only for the pod's other resources (rare), so that
+// 50,000 pods do not each hold a map (about 250 bytes apiece, 2026-11-27).
 type podShare struct {
-	node    string
-	amounts framework.Amounts
+	node        string
+	cpu, memory int64
+	// other holds the pod's other non-zero requests (a request under "pods" included, to which
+	// the implied 1 is added); nil for none.
+	other framework.Amounts
+}
+
+// each calls fn for every resource of the share with its non-zero amount (under "pods": the
+// pod's own 1 plus any request of it, even if that sums to zero), as Allocated sums them.
+func (ps podShare) each(fn func(name corev1.ResourceName, v int64)) {
+	if ps.cpu != 0 {
+		fn(corev1.ResourceCPU, ps.cpu)
+	}
+	if ps.memory != 0 {
+		fn(corev1.ResourceMemory, ps.memory)
+	}
+	for name, v := range ps.other {
+		if name != corev1.ResourcePods {
+			fn(name, v)
+		}
+	}
+	fn(corev1.ResourcePods, ps.other[corev1.ResourcePods]+1)
+}
+
+// equal reports whether ps and o count the same amounts on the same node.
+func (ps podShare) equal(o podShare) bool {
+	return ps.node == o.node && ps.cpu == o.cpu && ps.memory == o.memory && maps.Equal(ps.other, o.other)
 }
 
 var (
@@ -332,15 +359,23 @@ func share(p *corev1.Pod) (podShare, bool) {
 	if p.Spec.NodeName == "" || terminated(p) {
 		return podShare{}, false
 	}
-	reqs := framework.PodRequests(p)
-	a := make(framework.Amounts, len(reqs)+1)
-	for name, q := range reqs {
-		if v := framework.Amount(name, q); v != 0 {
-			a[name] = v
+	ps := podShare{node: p.Spec.NodeName}
+	for name, q := range framework.PodRequests(p) {
+		v := framework.Amount(name, q)
+		switch {
+		case v == 0:
+		case name == corev1.ResourceCPU:
+			ps.cpu = v
+		case name == corev1.ResourceMemory:
+			ps.memory = v
+		default:
+			if ps.other == nil {
+				ps.other = framework.Amounts{}
+			}
+			ps.other[name] = v
 		}
 	}
-	a[corev1.ResourcePods] += 1
-	return podShare{node: p.Spec.NodeName, amounts: a}, true
+	return ps, true
 }
 
 func (s *Cache) podChanged(obj any) {
@@ -363,15 +398,15 @@ func (s *Cache) podChanged(obj any) {
 	if counts {
 		s.indexLocked(next.node, key, p)
 	}
-	if counted && counts && prev.node == next.node && maps.Equal(prev.amounts, next.amounts) {
+	if counted && counts && prev.equal(next) {
 		return // a status or label change: the allocation stays
 	}
 	if counted {
-		s.addLocked(prev.node, prev.amounts, -1)
+		s.addLocked(prev, -1)
 		delete(s.contribution, key)
 	}
 	if counts {
-		s.addLocked(next.node, next.amounts, +1)
+		s.addLocked(next, +1)
 		s.contribution[key] = next
 	}
 }
@@ -385,26 +420,26 @@ func (s *Cache) podDeleted(obj any) {
 	defer s.mu.Unlock()
 	if prev, counted := s.contribution[key]; counted {
 		s.unindexLocked(prev.node, key)
-		s.addLocked(prev.node, prev.amounts, -1)
+		s.addLocked(prev, -1)
 		delete(s.contribution, key)
 	}
 }
 
-// addLocked adds sign*amounts to node's allocation, storing a new map (copy on write).
+// addLocked adds sign times share to its node's allocation, storing a new map (copy on write).
 // Resources that fall to zero are removed; a node left with nothing is removed.
-func (s *Cache) addLocked(node string, amounts framework.Amounts, sign int64) {
-	old := s.alloc[node]
-	next := make(framework.Amounts, len(old)+len(amounts))
+func (s *Cache) addLocked(share podShare, sign int64) {
+	old := s.alloc[share.node]
+	next := make(framework.Amounts, len(old)+3+len(share.other))
 	maps.Copy(next, old)
-	for name, v := range amounts {
+	share.each(func(name corev1.ResourceName, v int64) {
 		next[name] += sign * v
 		if next[name] == 0 {
 			delete(next, name)
 		}
-	}
+	})
 	if len(next) == 0 {
-		delete(s.alloc, node)
+		delete(s.alloc, share.node)
 		return
 	}
-	s.alloc[node] = next
+	s.alloc[share.node] = next
 }
