@@ -8,6 +8,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -81,7 +82,7 @@ type config struct {
 	maxBodyBytes int64
 	// pprof is PPROF_ADDR: a loopback host:port serving net/http/pprof, or "" (off).
 	pprof string
-	// decisions is DECISIONS_KEPT, bound by decisionsBound, as kube-safe-scheduler reads it too.
+	// decisions is DECISIONS_KEPT and DECISIONS_INPUTS_BYTES, bound by decisionsBound, as kube-safe-scheduler reads it too.
 	decisions      decisions.Config
 	decisionsBound settings.Bound
 }
@@ -99,7 +100,7 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"largest request body accepted; larger ones get 413")
 	s.String(&c.pprof, "PPROF_ADDR", "pprof-addr", "",
 		"loopback host:port (127.0.0.1:6060) serving Go's profiles at /debug/pprof/, for diagnosis; empty: off", checkPprofAddr)
-	c.decisions = decisions.Config{Kept: decisions.DefaultKept}
+	c.decisions = decisions.Config{Kept: decisions.DefaultKept, InputsBytes: decisions.DefaultInputsBytes}
 	c.decisionsBound = s.Bind(&c.decisions)
 }
 
@@ -194,10 +195,12 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		Version:       version,
 		MaxBodyBytes:  st.cfg.maxBodyBytes,
 		DecisionsKept: st.cfg.decisions.Kept,
-		Lookup:        lookup,
-		Ready:         ready,
-		Log:           log,
-		Registry:      reg,
+		// Options reads zero as the default; the setting's 0 keeps none.
+		DecisionsInputsBytes: cmp.Or(st.cfg.decisions.InputsBytes, -1),
+		Lookup:               lookup,
+		Ready:                ready,
+		Log:                  log,
+		Registry:             reg,
 	})
 	if err != nil {
 		return configError(stderr, err)

@@ -93,6 +93,7 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"no agent", []string{"--agents", " , "}, env(), "no agent selected"},
 		{"body limit", nil, env("MAX_BODY_BYTES", "-1"), "invalid MAX_BODY_BYTES"},
 		{"decisions kept", nil, env("DECISIONS_KEPT", "-1"), "invalid DECISIONS_KEPT (or --decisions-kept)"},
+		{"decisions inputs bytes", nil, env("DECISIONS_INPUTS_BYTES", "-1"), "invalid DECISIONS_INPUTS_BYTES (or --decisions-inputs-bytes)"},
 		{"pprof not loopback", nil, env("PPROF_ADDR", "0.0.0.0:6060"), `invalid PPROF_ADDR (or --pprof-addr): "0.0.0.0:6060": the host must be a loopback address`},
 		{"pprof all interfaces", []string{"--pprof-addr", ":6060"}, env(), "invalid --pprof-addr (or PPROF_ADDR)"},
 		{"pprof bare port", nil, env("PPROF_ADDR", "6060"), `invalid PPROF_ADDR (or --pprof-addr): "6060" is not host:port`},

@@ -71,13 +71,14 @@ func main() {
 	os.Exit(cli.Run(app.NewSchedulerCommand(options...)))
 }
 
-// keepDecisions keeps the plugins' last DECISIONS_KEPT decisions, read as the extender reads it
+// keepDecisions keeps the plugins' last DECISIONS_KEPT decisions, with at most
+// DECISIONS_INPUTS_BYTES of the agents' inputs, read as the extender reads them
 // (package framework/decisions: range 0..100000; default 0 here, none kept, since keeping them
 // adds the agents' explanations to every cycle), and publishes them under /configz, which
 // kube-scheduler serves on its secure port behind its own authentication and authorization
 // (`extender explain --scheduler`). kube-scheduler owns the flags: only the variable is read.
 func keepDecisions(plugins *adapter.Adapter) error {
-	cfg, err := decisions.FromEnv(os.LookupEnv, decisions.Config{Kept: 0})
+	cfg, err := decisions.FromEnv(os.LookupEnv, decisions.Config{Kept: 0, InputsBytes: decisions.DefaultInputsBytes})
 	if err != nil || cfg.Kept == 0 {
 		return err
 	}
@@ -85,5 +86,5 @@ func keepDecisions(plugins *adapter.Adapter) error {
 	if err != nil {
 		return err
 	}
-	return cz.Set(plugins.KeepDecisions(cfg.Kept))
+	return cz.Set(plugins.KeepDecisions(cfg))
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// /debug/decisions shows (over loopback or to a verified client certificate only); zero
 	// keeps none and does not serve the route.
 	DecisionsKept int
+	// DecisionsInputsBytes bounds the agents' inputs kept with the decisions, in estimated bytes
+	// (decisions.Config.InputsBytes); zero: decisions.DefaultInputsBytes; negative: none kept.
+	DecisionsInputsBytes int64
 }
 
 // New returns the handler that serves agents. It fails when two functions of the same kind share
@@ -74,7 +77,11 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 	}
 	s := &srv{opts: opts, metrics: m}
 	if opts.DecisionsKept > 0 {
-		s.decisions = decisions.NewLog(opts.DecisionsKept)
+		c := decisions.Config{Kept: opts.DecisionsKept, InputsBytes: max(opts.DecisionsInputsBytes, 0)}
+		if opts.DecisionsInputsBytes == 0 {
+			c.InputsBytes = decisions.DefaultInputsBytes
+		}
+		s.decisions = decisions.New(c)
 	}
 
 	r := mux.NewRouter()

@@ -2,7 +2,7 @@
 // the extender's GET /debug/decisions (package server) and kube-safe-scheduler's /configz
 // (package scheduler/adapter) read one Log, rendered as framework.DecisionJSON, which
 // `extender explain` reads back. It holds what the two modes share: the bound on what is kept
-// (Config, DECISIONS_KEPT; InputsKept), the pod key, and the lookup of an agent's explanation.
+// (Config: DECISIONS_KEPT, DECISIONS_INPUTS_BYTES; InputsKept), the pod key, and the lookup of an agent's explanation.
 package decisions
 
 import (
@@ -20,9 +20,9 @@ import (
 // know (nodeCacheCapable requests): the extender answers it, and a decision shows it.
 const ReasonUnknownNode = "unknown to the extender's cache"
 
-// InputsKept bounds the agents' inputs (framework.Explainer) a Log keeps, in nodes: a node's
-// inputs are a few small maps (about 0.5 to 1 KiB), so at most some 50 MiB. The newest decisions
-// keep theirs; older ones lose them first.
+// InputsKept bounds the agents' inputs (framework.Explainer) a Log keeps, in nodes, beside its
+// bound in bytes (Config.InputsBytes): the newest decisions keep theirs; older ones lose them
+// first.
 const InputsKept = 50_000
 
 // Decision is one answered filter or prioritize call, kept as the caller had it: the nodes'
@@ -58,7 +58,8 @@ type Judged interface {
 }
 
 // Log is a bounded ring of the last decisions, with one bound on the decisions (its capacity)
-// and one on the inputs they keep (InputsKept nodes). It is safe for concurrent use.
+// and two on the inputs they keep (InputsKept nodes, and Config.InputsBytes, estimated). It is
+// safe for concurrent use.
 type Log struct {
 	mu   sync.Mutex
 	ring []*Entry
@@ -66,23 +67,31 @@ type Log struct {
 	full bool
 	// inputNodes counts the nodes whose inputs the ring holds; inputsKept bounds it.
 	inputNodes, inputsKept int
+	// inputBytes estimates the heap those inputs hold (estimateBytes); bytesKept bounds it.
+	inputBytes, bytesKept int64
 }
 
 // Entry is a decision in a Log, to which inputs may be added while its cycle runs (Explained).
 type Entry struct {
 	log *Log
 	d   Decision
-	// inputs counts the nodes of d.Inputs, which the log's bound counts.
+	// inputs counts the nodes of d.Inputs, and bytes estimates their heap, which the log's
+	// bounds count.
 	inputs int
+	bytes  int64
 	// gone: the entry left the ring, or lost its inputs to the bound; it takes no more.
 	gone bool
 }
 
-// NewLog returns a log of the last n decisions (n >= 1).
-func NewLog(n int) *Log { return newLog(n, InputsKept) }
+// NewLog returns a log of the last n decisions (n >= 1), keeping inputs within the default
+// bound in bytes (DefaultInputsBytes).
+func NewLog(n int) *Log { return newLog(n, InputsKept, DefaultInputsBytes) }
 
-func newLog(n, inputsKept int) *Log {
-	return &Log{ring: make([]*Entry, n), inputsKept: inputsKept}
+// New returns the log c describes (c.Kept >= 1; c validated).
+func New(c Config) *Log { return newLog(c.Kept, InputsKept, c.InputsBytes) }
+
+func newLog(n, inputsKept int, bytesKept int64) *Log {
+	return &Log{ring: make([]*Entry, n), inputsKept: inputsKept, bytesKept: bytesKept}
 }
 
 // Capacity is how many decisions the log keeps.
@@ -90,10 +99,11 @@ func (l *Log) Capacity() int { return len(l.ring) }
 
 // Add keeps d, pushing the oldest decision out of a full ring, and returns its entry.
 func (l *Log) Add(d Decision) *Entry {
-	e := &Entry{log: l, d: d, inputs: len(d.Inputs)}
+	e := &Entry{log: l, d: d, inputs: len(d.Inputs), bytes: estimateBytes(d.Inputs)}
 	l.mu.Lock()
 	if old := l.ring[l.next]; old != nil {
 		l.inputNodes -= old.inputs
+		l.inputBytes -= old.bytes
 		old.gone = true
 	}
 	l.ring[l.next] = e
@@ -102,6 +112,7 @@ func (l *Log) Add(d Decision) *Entry {
 		l.next, l.full = 0, true
 	}
 	l.inputNodes += e.inputs
+	l.inputBytes += e.bytes
 	l.trim()
 	l.mu.Unlock()
 	return e
@@ -115,6 +126,7 @@ func (e *Entry) Explained(at int, in []framework.Inputs) {
 		return
 	}
 	l := e.log
+	b := estimateBytes(in) // outside the lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.gone {
@@ -125,20 +137,23 @@ func (e *Entry) Explained(at int, in []framework.Inputs) {
 	}
 	copy(e.d.Inputs[at:], in)
 	e.inputs += len(in)
+	e.bytes += b
 	l.inputNodes += len(in)
+	l.inputBytes += b
 	l.trim()
 }
 
 // trim drops the inputs of the oldest decisions holding some while the ring holds more than
-// inputsKept nodes' (l.mu held).
+// inputsKept nodes' or more than bytesKept bytes of them (l.mu held).
 func (l *Log) trim() {
-	for i := 0; l.inputNodes > l.inputsKept && i < len(l.ring); i++ {
+	for i := 0; (l.inputNodes > l.inputsKept || l.inputBytes > l.bytesKept) && i < len(l.ring); i++ {
 		old := l.ring[(l.next+i)%len(l.ring)]
 		if old == nil || old.inputs == 0 {
 			continue
 		}
 		l.inputNodes -= old.inputs
-		old.d.Inputs, old.inputs, old.gone = nil, 0, true
+		l.inputBytes -= old.bytes
+		old.d.Inputs, old.inputs, old.bytes, old.gone = nil, 0, 0, true
 	}
 }
 

@@ -3,6 +3,7 @@ package decisions
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,7 @@ func (j *judged) judge(i int, v framework.Verdict) {
 // read, each with what the agent saw of it; its inputs count against the same bound as the
 // others', and once they are dropped (or the decision leaves the ring) none are added.
 func TestJudgedInputsBounded(t *testing.T) {
-	l := newLog(3, 4)
+	l := newLog(3, 4, math.MaxInt64)
 	j := &judged{names: []string{"a", "b", "c", "d"}, v: map[int]framework.Verdict{}}
 	e := l.Add(Decision{Pod: "ns/p", Verb: "filter", Judged: j})
 	j.judge(2, framework.Verdict{Reason: "too hot"})
@@ -174,7 +175,7 @@ func TestFromEnv(t *testing.T) {
 		{map[string]string{"DECISIONS_KEPT": "100001"}, 0, "invalid DECISIONS_KEPT (or --decisions-kept): 100001 is out of range [0, 100000]"},
 		{map[string]string{"DECISIONS_KEPT": "many"}, 0, `invalid DECISIONS_KEPT (or --decisions-kept): "many" is not an integer`},
 	} {
-		got, err := FromEnv(env(tc.env), Config{})
+		got, err := FromEnv(env(tc.env), Config{InputsBytes: DefaultInputsBytes})
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%v: error %v, want one containing %q", tc.env, err, tc.wantErr)
@@ -183,6 +184,33 @@ func TestFromEnv(t *testing.T) {
 		}
 		if err != nil || got.Kept != tc.want {
 			t.Errorf("%v: %d, %v; want %d", tc.env, got.Kept, err, tc.want)
+		}
+	}
+}
+
+// DECISIONS_INPUTS_BYTES read from the environment: unset keeps the default given; 0 keeps none;
+// a value out of range or not a number is an error naming the variable.
+func TestFromEnvInputsBytes(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		want    int64
+		wantErr string
+	}{
+		{nil, DefaultInputsBytes, ""},
+		{map[string]string{"DECISIONS_INPUTS_BYTES": "0"}, 0, ""},
+		{map[string]string{"DECISIONS_INPUTS_BYTES": "67108864"}, 64 << 20, ""},
+		{map[string]string{"DECISIONS_INPUTS_BYTES": "-1"}, 0, "invalid DECISIONS_INPUTS_BYTES (or --decisions-inputs-bytes): -1 is out of range [0, 17179869184]"},
+		{map[string]string{"DECISIONS_INPUTS_BYTES": "16Mi"}, 0, `invalid DECISIONS_INPUTS_BYTES (or --decisions-inputs-bytes): "16Mi" is not an integer`},
+	} {
+		got, err := FromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }, Config{InputsBytes: DefaultInputsBytes})
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want one containing %q", tc.env, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got.InputsBytes != tc.want {
+			t.Errorf("%v: %d, %v; want %d", tc.env, got.InputsBytes, err, tc.want)
 		}
 	}
 }

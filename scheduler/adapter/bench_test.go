@@ -13,6 +13,7 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
@@ -49,7 +50,7 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/nodes=%d", set.name, n), func(b *testing.B) {
 				a := newAdapter(b, agents.All...)
 				if set.decisions {
-					a.KeepDecisions(1000)
+					a.KeepDecisions(decisions.Config{Kept: 1000, InputsBytes: decisions.DefaultInputsBytes})
 				}
 				args := ""
 				if strings.HasPrefix(set.name, "agents(") {

@@ -24,10 +24,10 @@ type Decisions struct {
 // DecisionsGroupVersionKind is what /configz shows as the decisions' apiVersion and kind.
 var DecisionsGroupVersionKind = schema.GroupVersionKind{Group: "kube-safe-scheduler.dev", Version: "v1", Kind: "Decisions"}
 
-// KeepDecisions makes the adapter keep the last n decisions (n > 0) and returns them, to be
-// published (main registers them with configz).
-func (a *Adapter) KeepDecisions(n int) *Decisions {
-	a.decisions = &Decisions{log: decisions.NewLog(n)}
+// KeepDecisions makes the adapter keep the decisions c asks for (c.Kept > 0; c validated) and
+// returns them, to be published (main registers them with configz).
+func (a *Adapter) KeepDecisions(c decisions.Config) *Decisions {
+	a.decisions = &Decisions{log: decisions.New(c)}
 	return a.decisions
 }
 

@@ -11,6 +11,7 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 )
 
@@ -27,7 +28,7 @@ func TestDecisionsKept(t *testing.T) {
 		nodes = append(nodes, &n)
 	}
 	a := newAdapter(t, agents.All...)
-	kept := a.KeepDecisions(10)
+	kept := a.KeepDecisions(decisions.Config{Kept: 10, InputsBytes: decisions.DefaultInputsBytes})
 	// The filter "pod" judges node by node (adaptive judges the whole list at once).
 	fw, snap := mustFramework(t, a, profileYAML("multiPoint:\n  enabled:\n  - name: safe-overload\n",
 		"- name: safe-overload\n  args:\n    filter: pod\n"), nodes, nil)
