@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // internMax bounds each table of the interner: once a table holds this many distinct values it
@@ -23,6 +25,10 @@ type interner struct {
 	key    []byte
 	labels map[string]map[string]string
 	lists  map[string]corev1.ResourceList
+	// containers and owners hold stripped containers (name, requests, restart policy) and
+	// controller references, which a workload's replicas share too.
+	containers map[string][]corev1.Container
+	owners     map[string][]metav1.OwnerReference
 }
 
 var shared = &interner{}
@@ -62,16 +68,7 @@ func (in *interner) ResourceList(l corev1.ResourceList) corev1.ResourceList {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	names := make([]corev1.ResourceName, 0, len(l))
-	for name := range l {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	in.key = in.key[:0]
-	for _, name := range names {
-		q := l[name] // a copy: String caches its result in the Quantity
-		in.key = append(append(append(append(append(append(in.key, name...), 0), q.String()...), 0), q.Format...), 0)
-	}
+	in.key = appendList(in.key[:0], l)
 	if v, ok := in.lists[string(in.key)]; ok {
 		return v
 	}
@@ -80,4 +77,75 @@ func (in *interner) ResourceList(l corev1.ResourceList) corev1.ResourceList {
 	}
 	in.lists[string(in.key)] = l
 	return l
+}
+
+// appendList appends l's names, quantities and formats, in the order of the names, to key.
+func appendList(key []byte, l corev1.ResourceList) []byte {
+	names := make([]corev1.ResourceName, 0, len(l))
+	for name := range l {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		q := l[name] // a copy: String caches its result in the Quantity
+		key = append(append(append(append(append(append(key, name...), 0), q.String()...), 0), q.Format...), 0)
+	}
+	return key
+}
+
+// Containers returns a slice equal to cs, stripped containers (stripContainers: name, requests,
+// restart policy, nothing else): a shared one when an equal slice was seen before. A stripped
+// container is about 700 bytes (corev1.Container's many fields, empty), the most of a stripped
+// pod after the Pod struct itself.
+func (in *interner) Containers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.key = in.key[:0]
+	for i := range cs {
+		c := &cs[i]
+		policy := "-" // none: not the same as any policy's name
+		if c.RestartPolicy != nil {
+			policy = string(*c.RestartPolicy)
+		}
+		in.key = append(append(append(append(in.key, c.Name...), 0), policy...), 0)
+		in.key = append(appendList(in.key, c.Resources.Requests), 1) // 1 ends a container's list
+	}
+	if v, ok := in.containers[string(in.key)]; ok {
+		return v
+	}
+	if in.containers == nil || len(in.containers) >= internMax {
+		in.containers = map[string][]corev1.Container{}
+	}
+	in.containers[string(in.key)] = cs
+	return cs
+}
+
+// Owners returns a slice equal to refs, a pod's stripped controller reference (controllerRef:
+// API version, kind, name, controller flag): a shared one when an equal slice was seen before.
+func (in *interner) Owners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return refs
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.key = in.key[:0]
+	for _, r := range refs {
+		controller := "-"
+		if r.Controller != nil {
+			controller = strconv.FormatBool(*r.Controller)
+		}
+		in.key = append(append(append(append(append(append(append(append(in.key, r.APIVersion...), 0), r.Kind...), 0),
+			r.Name...), 0), controller...), 0)
+	}
+	if v, ok := in.owners[string(in.key)]; ok {
+		return v
+	}
+	if in.owners == nil || len(in.owners) >= internMax {
+		in.owners = map[string][]metav1.OwnerReference{}
+	}
+	in.owners[string(in.key)] = refs
+	return refs
 }

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func sameMap(a, b any) bool {
@@ -47,6 +49,59 @@ func TestStripSharesEqualLabelsAndRequests(t *testing.T) {
 	}
 	if a.Labels["pod-template-hash"] != "5d8f7" {
 		t.Errorf("a's labels changed: %v", a.Labels)
+	}
+}
+
+// Replicas share their stripped containers and controller reference; a pod whose containers
+// differ in any kept field (a request, a name, a restart policy) or whose controller differs
+// keeps its own, equal to what stripping alone gives.
+func TestStripSharesContainersAndOwners(t *testing.T) {
+	in := &interner{}
+	saved := shared
+	shared = in
+	t.Cleanup(func() { shared = saved })
+
+	always := corev1.ContainerRestartPolicyAlways
+	replica := func(name, cpu, rs string, change func(*corev1.Pod)) *corev1.Pod {
+		p := makePod(name, "n1", cpu, "64Mi", "50m", "32Mi")
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: types.UID("uid-" + name), Controller: &yes}}
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}}}
+		if change != nil {
+			change(p)
+		}
+		return p
+	}
+	a, b := stripPod(replica("a", "100m", "web-1", nil)), stripPod(replica("b", "100m", "web-1", nil))
+	if &a.Spec.Containers[0] != &b.Spec.Containers[0] || &a.Spec.InitContainers[0] != &b.Spec.InitContainers[0] {
+		t.Error("equal containers are not shared")
+	}
+	if &a.OwnerReferences[0] != &b.OwnerReferences[0] {
+		t.Error("equal controller references are not shared")
+	}
+
+	for name, change := range map[string]func(*corev1.Pod){
+		"request":        func(p *corev1.Pod) { p.Spec.Containers[1].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("33Mi") },
+		"name":           func(p *corev1.Pod) { p.Spec.Containers[1].Name = "other" },
+		"restart policy": func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = &always },
+		"one container":  func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] },
+	} {
+		orig := replica("c", "100m", "web-1", change)
+		want := stripContainers(orig.Spec.Containers) // what stripping gives, shared or not
+		c := stripPod(orig)
+		if reflect.DeepEqual(c.Spec.Containers, a.Spec.Containers) && reflect.DeepEqual(c.Spec.InitContainers, a.Spec.InitContainers) {
+			t.Errorf("%s: containers equal to a's", name)
+		}
+		if !reflect.DeepEqual(c.Spec.Containers, want) {
+			t.Errorf("%s: containers %+v, want %+v", name, c.Spec.Containers, want)
+		}
+	}
+	c := stripPod(replica("c", "100m", "web-2", nil))
+	if c.OwnerReferences[0].Name != "web-2" || &c.OwnerReferences[0] == &a.OwnerReferences[0] {
+		t.Errorf("another controller: %+v", c.OwnerReferences)
+	}
+	if a.OwnerReferences[0].Name != "web-1" || a.OwnerReferences[0].UID != "" {
+		t.Errorf("a's controller reference: %+v", a.OwnerReferences)
 	}
 }
 

@@ -24,7 +24,8 @@ import (
 // probes, annotations, owner references but the controller's, other status details) is dropped.
 // The controller reference (API version, kind, name, controller flag) stays for the pod's workload
 // (package workload: the usage learner and the reward agent's pod types). Equal label maps and
-// resource lists are shared among pods (interner): the replicas of a workload hold one copy.
+// resource lists, stripped containers and controller references are shared among pods
+// (interner): the replicas of a workload hold one copy.
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
@@ -41,7 +42,7 @@ func controllerRef(p *corev1.Pod) []metav1.OwnerReference {
 	if ref == nil {
 		return nil
 	}
-	return []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Controller: ref.Controller}}
+	return shared.Owners([]metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Controller: ref.Controller}})
 }
 
 func stripPod(p *corev1.Pod) *corev1.Pod {
@@ -125,7 +126,7 @@ func stripContainers(in []corev1.Container) []corev1.Container {
 			RestartPolicy: c.RestartPolicy,
 		}
 	}
-	return out
+	return shared.Containers(out)
 }
 
 // podResources keeps the pod-level requests (limits are not read; dropping them saves a map per
