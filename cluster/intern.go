@@ -29,6 +29,9 @@ type interner struct {
 	// controller references, which a workload's replicas share too.
 	containers map[string][]corev1.Container
 	owners     map[string][]metav1.OwnerReference
+	// strings holds strings many objects repeat: namespaces, a pod's phase and conditions, the
+	// keys of nodes' labels and annotations, their labels' values.
+	strings map[string]string
 }
 
 var shared = &interner{}
@@ -148,4 +151,44 @@ func (in *interner) Owners(refs []metav1.OwnerReference) []metav1.OwnerReference
 	}
 	in.owners[string(in.key)] = refs
 	return refs
+}
+
+// String returns a string equal to v: a shared one when an equal string was seen before.
+func (in *interner) String(v string) string {
+	if v == "" {
+		return v
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.stringLocked(v)
+}
+
+func (in *interner) stringLocked(v string) string {
+	if s, ok := in.strings[v]; ok {
+		return s
+	}
+	if in.strings == nil || len(in.strings) >= internMax {
+		in.strings = map[string]string{}
+	}
+	in.strings[v] = v
+	return v
+}
+
+// StringMap returns a map equal to m whose keys, and values too when values is true, are
+// shared strings (String): the labels and annotations of nodes repeat their keys, and their
+// labels most values, node after node. A new map: m is not modified.
+func (in *interner) StringMap(m map[string]string, values bool) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if values {
+			v = in.stringLocked(v)
+		}
+		out[in.stringLocked(k)] = v
+	}
+	return out
 }

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 func sameMap(a, b any) bool {
@@ -81,7 +84,9 @@ func TestStripSharesContainersAndOwners(t *testing.T) {
 	}
 
 	for name, change := range map[string]func(*corev1.Pod){
-		"request":        func(p *corev1.Pod) { p.Spec.Containers[1].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("33Mi") },
+		"request": func(p *corev1.Pod) {
+			p.Spec.Containers[1].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("33Mi")
+		},
 		"name":           func(p *corev1.Pod) { p.Spec.Containers[1].Name = "other" },
 		"restart policy": func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = &always },
 		"one container":  func(p *corev1.Pod) { p.Spec.Containers = p.Spec.Containers[:1] },
@@ -141,5 +146,49 @@ func TestInternBounded(t *testing.T) {
 	}
 	if len(in.labels) != 11 {
 		t.Errorf("%d label sets after the restart, want the 11 seen since", len(in.labels))
+	}
+}
+
+// Two nodes of one type share their capacity and allocatable lists and the strings of their
+// label keys and values and annotation keys; what they hold is NodeView's, unchanged.
+func TestStripNodeSharesStrings(t *testing.T) {
+	in := &interner{}
+	saved := shared
+	shared = in
+	t.Cleanup(func() { shared = saved })
+
+	// Strings of their own, as decoding gives each node.
+	own := func(s string) string { return string([]byte(s)) }
+	node := func(name, stat string) *corev1.Node {
+		n := makeNode(name, "4", "8Gi")
+		n.Labels = map[string]string{own("kubernetes.io/os"): own("linux")}
+		n.Annotations = map[string]string{own("mean-free-cpu"): stat}
+		return n
+	}
+	an, bn := node("a", "1000"), node("b", "2000")
+	a, b := stripNode(an), stripNode(bn)
+	if !sameMap(a.Status.Capacity, b.Status.Capacity) || !sameMap(a.Status.Allocatable, b.Status.Allocatable) {
+		t.Error("equal capacity or allocatable lists are not shared")
+	}
+	keyData := func(m map[string]string) (k, v *byte) {
+		for key, val := range m {
+			return unsafe.StringData(key), unsafe.StringData(val)
+		}
+		return nil, nil
+	}
+	ak, av := keyData(a.Labels)
+	bk, bv := keyData(b.Labels)
+	if ak != bk || av != bv {
+		t.Error("label keys and values are not shared")
+	}
+	ak, _ = keyData(a.Annotations)
+	bk, _ = keyData(b.Annotations)
+	if ak != bk {
+		t.Error("annotation keys are not shared")
+	}
+	for _, tc := range []struct{ orig, got *corev1.Node }{{an, a}, {bn, b}} {
+		if !reflect.DeepEqual(framework.NodeView(tc.orig), tc.got) {
+			t.Errorf("%s: stripped %+v, want NodeView's %+v", tc.orig.Name, tc.got, framework.NodeView(tc.orig))
+		}
 	}
 }

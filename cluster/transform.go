@@ -12,7 +12,7 @@ import (
 // proportion to what is used. Objects of other types pass through unchanged.
 //
 // Nodes keep exactly framework.NodeView: what agents may read, the same as a full-node request
-// gives them.
+// gives them (stripNode: with the strings and resource lists nodes repeat shared).
 //
 // Pods keep: namespace, name, UID, resource version, labels, deletion timestamp; spec.nodeName;
 // status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
@@ -29,11 +29,23 @@ import (
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
-		return framework.NodeView(o), nil
+		return stripNode(o), nil
 	case *corev1.Pod:
 		return stripPod(o), nil
 	}
 	return obj, nil
+}
+
+// stripNode returns framework.NodeView of n, with the strings and resource lists nodes repeat
+// shared (interner): label keys and values, annotation keys, capacity and allocatable (equal
+// on nodes of one type). The same content: only where it is stored changes.
+func stripNode(n *corev1.Node) *corev1.Node {
+	v := framework.NodeView(n)
+	v.Labels = shared.StringMap(v.Labels, true)
+	v.Annotations = shared.StringMap(v.Annotations, false)
+	v.Status.Capacity = shared.ResourceList(v.Status.Capacity)
+	v.Status.Allocatable = shared.ResourceList(v.Status.Allocatable)
+	return v
 }
 
 // controllerRef is the pod's controller reference alone, nil for none.
@@ -48,7 +60,7 @@ func controllerRef(p *corev1.Pod) []metav1.OwnerReference {
 func stripPod(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:         p.Namespace,
+			Namespace:         shared.String(p.Namespace),
 			Name:              p.Name,
 			UID:               p.UID,
 			ResourceVersion:   p.ResourceVersion,
@@ -64,7 +76,7 @@ func stripPod(p *corev1.Pod) *corev1.Pod {
 			Resources:      podResources(p.Spec.Resources),
 		},
 		Status: corev1.PodStatus{
-			Phase:             p.Status.Phase,
+			Phase:             corev1.PodPhase(shared.String(string(p.Status.Phase))),
 			Conditions:        stripConditions(p),
 			ContainerStatuses: stripContainerStatuses(p.Status.ContainerStatuses),
 		},
@@ -82,7 +94,8 @@ func stripConditions(p *corev1.Pod) []corev1.PodCondition {
 		keep := (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue) ||
 			(c.Type == corev1.PodScheduled && (p.Status.Phase == corev1.PodPending || c.Status == corev1.ConditionTrue))
 		if keep {
-			out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+			out = append(out, corev1.PodCondition{Type: corev1.PodConditionType(shared.String(string(c.Type))),
+				Status: corev1.ConditionStatus(shared.String(string(c.Status))), LastTransitionTime: c.LastTransitionTime})
 		}
 	}
 	return out
