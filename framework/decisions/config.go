@@ -18,10 +18,10 @@ const DefaultKept = 1000
 const MaxKept = 100000
 
 // DefaultInputsBytes bounds, by default, the heap the agents' inputs kept with the decisions
-// hold (estimated: estimateBytes): about the inputs of every function of one pod's cycle at 5000
-// nodes in the all extender, and of the last dozens of pods on a cluster of a few hundred nodes.
-// At 5000 nodes and 50,000 pods, the 50,000 nodes' inputs InputsKept alone allowed were 47 MB of
-// the all extender's 240 MB live heap (docs/performance.md).
+// hold (estimated: estimateBytes): in the all extender at 5000 nodes, the inputs of its last 7 or
+// so functions' calls (most of one pod's cycle), and of the last dozens of pods on a cluster of
+// a few hundred nodes. At 5000 nodes and 50,000 pods, the 50,000 nodes' inputs InputsKept alone
+// allowed were 23 to 47 MB of the all extender's 226 to 240 MB live heap (docs/performance.md).
 const DefaultInputsBytes = 16 << 20
 
 // MaxInputsBytes is the largest bound in bytes on the inputs kept.
