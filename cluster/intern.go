@@ -15,10 +15,11 @@ import (
 // label sets and request lists than pods: the replicas of a workload share theirs.
 const internMax = 20000
 
-// interner shares equal label maps and resource lists among the pods the cache keeps. The
-// replicas of a workload carry the same labels and requests; each map costs about 350 bytes
-// per pod (a third of a stripped pod, with the pod-template-hash label and a container's
-// requests), one shared map costs it once. Cached objects are never modified
+// interner shares equal label maps, resource lists, stripped containers, controller references
+// and repeated strings among the objects the cache keeps. The replicas of a workload carry the
+// same labels, requests, containers and controller; each map costs about 350 bytes per pod (with
+// the pod-template-hash label and a container's requests), one shared map costs it once; nodes
+// repeat their label and annotation keys. Cached objects are never modified
 // (framework.Handle: "Objects are shared: never modify them"), so sharing them is safe.
 type interner struct {
 	mu     sync.Mutex
