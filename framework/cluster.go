@@ -68,7 +68,8 @@ type PodsChange struct {
 // nodes. It is optional: both NodePods of this project implement it (the extender's cache, from
 // a bounded journal of its changes; plugin mode's snapshot, from its NodeInfos' generations),
 // and an agent finds it with a type assertion on Handle.NodePods, keeping PodsGeneration per
-// node as its fallback.
+// node as its fallback. It reads the whole cluster, as Cluster.Nodes does: plugin mode signs
+// no pod for batching for an agent that has called it.
 type NodePodsChanges interface {
 	// PodsChangedSince appends to changes the nodes whose pods changed after mark and returns
 	// them with the mark of now (next), for the next call. mark is a next from an earlier call

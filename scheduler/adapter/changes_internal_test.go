@@ -63,6 +63,9 @@ func TestSnapshotPodsChangedSince(t *testing.T) {
 	if !known {
 		t.Fatal("the snapshot's changes are not known")
 	}
+	if !c.wholeRead.Load() {
+		t.Fatal("PodsChangedSince reads every node but leaves wholeRead unset: pods would be signed for batching")
+	}
 	listedSome := 0
 	for step := range 400 {
 		before := gens()

@@ -136,8 +136,10 @@ func (c *snapshotCluster) PodsGeneration(node string) int64 {
 //
 // The snapshot keeps no order by generation that a plugin can read, so this looks at every
 // node, by position in its list: one comparison each, where PodsGeneration per node is a
-// lookup by name. It is never unknown, except without a snapshot.
+// lookup by name. It is never unknown, except without a snapshot. It reads the whole cluster
+// (wholeRead), as Nodes does.
 func (c *snapshotCluster) PodsChangedSince(mark int64, changes []framework.PodsChange) ([]framework.PodsChange, int64, bool) {
+	c.markWholeRead()
 	l := c.nodeInfos()
 	if l == nil {
 		return changes, mark, false
