@@ -59,6 +59,10 @@ type Cache struct {
 	onNode  map[string]map[string]*corev1.Pod
 	podsGen map[string]int64
 	lastGen int64
+	// journal holds the nodes of the last len(journal) changes (NodePodsChanges): every
+	// generation g is given out by changedLocked, which writes the node changed at g to
+	// journal[g%len(journal)], so the slots hold exactly the generations (lastGen-len, lastGen].
+	journal [podsJournal]string
 
 	startOnce sync.Once
 	events    events
@@ -97,9 +101,15 @@ func (ps podShare) equal(o podShare) bool {
 	return ps.node == o.node && ps.cpu == o.cpu && ps.memory == o.memory && maps.Equal(ps.other, o.other)
 }
 
+// podsJournal is how many changes of nodes' pods the Cache remembers for PodsChangedSince
+// (64 KiB of string headers): an agent asking once per pod is far fewer changes behind; one
+// further behind (the initial list, a burst between two pods) reads every node instead.
+const podsJournal = 4096
+
 var (
-	_ framework.Cluster  = (*Cache)(nil)
-	_ framework.NodePods = (*Cache)(nil)
+	_ framework.Cluster         = (*Cache)(nil)
+	_ framework.NodePods        = (*Cache)(nil)
+	_ framework.NodePodsChanges = (*Cache)(nil)
 )
 
 // Connect builds the Cache for cfg, or returns nil (and no error) when cfg gives no cluster
@@ -323,6 +333,40 @@ func (s *Cache) PodsOn(node string) ([]*corev1.Pod, int64) {
 	return out, s.podsGen[node]
 }
 
+// PodsChangedSince implements framework.NodePodsChanges from the journal: the nodes of the
+// generations after mark, each with its generation now.
+//
+// No change is missed: a change gives out its generation, writes the journal, the pod index
+// and Allocated's map in one critical section under mu (the pod handlers), and this reads the
+// journal and lastGen (next) under mu too. So a change is either at most next, and in the
+// journal read here (or the journal has wrapped past mark: known false, and the caller reads
+// every node after this call, seeing it), or after next, and listed by the call from next.
+func (s *Cache) PodsChangedSince(mark int64, changes []framework.PodsChange) ([]framework.PodsChange, int64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	next := s.lastGen
+	if mark < 0 || mark > next || next-mark > podsJournal {
+		return changes, next, false
+	}
+	for g := mark + 1; g <= next; g++ {
+		node := s.journal[g%podsJournal]
+		changes = append(changes, framework.PodsChange{Node: node, Generation: s.podsGen[node]})
+	}
+	return changes, next, true
+}
+
+// changedLocked gives node's pods a new generation (none when it has no pods left) and
+// records the change in the journal.
+func (s *Cache) changedLocked(node string) {
+	s.lastGen++
+	s.journal[s.lastGen%podsJournal] = node
+	if len(s.onNode[node]) == 0 {
+		delete(s.podsGen, node)
+		return
+	}
+	s.podsGen[node] = s.lastGen
+}
+
 // indexLocked records p (key) on node, replacing an older version of it.
 func (s *Cache) indexLocked(node, key string, p *corev1.Pod) {
 	pods := s.onNode[node]
@@ -331,8 +375,7 @@ func (s *Cache) indexLocked(node, key string, p *corev1.Pod) {
 		s.onNode[node] = pods
 	}
 	pods[key] = p
-	s.lastGen++
-	s.podsGen[node] = s.lastGen
+	s.changedLocked(node)
 }
 
 // unindexLocked removes key from node's pods.
@@ -341,11 +384,8 @@ func (s *Cache) unindexLocked(node, key string) {
 	delete(pods, key)
 	if len(pods) == 0 {
 		delete(s.onNode, node)
-		delete(s.podsGen, node)
-		return
 	}
-	s.lastGen++
-	s.podsGen[node] = s.lastGen
+	s.changedLocked(node)
 }
 
 func terminated(p *corev1.Pod) bool {

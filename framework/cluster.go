@@ -54,3 +54,32 @@ type NodePods interface {
 	// scheduler has assumed on it), in no particular order, and their generation.
 	PodsOn(node string) (pods []*corev1.Pod, generation int64)
 }
+
+// PodsChange is one node whose pods changed, with its generation (PodsGeneration) when the
+// change was read.
+type PodsChange struct {
+	Node       string
+	Generation int64
+}
+
+// NodePodsChanges tells which nodes' pods changed since a point, for an agent that keeps
+// something derived from every node's pods (pigeon's system of nodes) and would otherwise ask
+// PodsGeneration of every node on every pod: its work then follows the changes, not the
+// nodes. It is optional: both NodePods of this project implement it (the extender's cache, from
+// a bounded journal of its changes; plugin mode's snapshot, from its NodeInfos' generations),
+// and an agent finds it with a type assertion on Handle.NodePods, keeping PodsGeneration per
+// node as its fallback. It reads the whole cluster, as Cluster.Nodes does: plugin mode signs
+// no pod for batching for an agent that has called it.
+type NodePodsChanges interface {
+	// PodsChangedSince appends to changes the nodes whose pods changed after mark and returns
+	// them with the mark of now (next), for the next call. mark is a next from an earlier call
+	// (of the same NodePods), or 0 for the beginning. A node may be listed more than once and,
+	// as PodsGeneration, with generation 0 when it has no pods left; a node that changed and
+	// changed back is listed too. Every change that happens after the call is a change after
+	// next: between two calls, no change is missed.
+	//
+	// known false means the changes since mark are no longer kept (or mark is not one of this
+	// NodePods' marks): nothing was appended, and the caller reads every node itself
+	// (PodsGeneration), after the call, then continues from next.
+	PodsChangedSince(mark int64, changes []PodsChange) (out []PodsChange, next int64, known bool)
+}

@@ -20,12 +20,22 @@ import (
 // its cached list of views), PodsGeneration and Allocated look a node up by name (the
 // snapshot's NodeInfos().Get), and a pod placed on a node changes its Allocated and moves its
 // generation, from one counter. Placements happen between calls, never during one.
+//
+// It is not a framework.NodePodsChanges; snapshotChanges and journalChanges make it one.
 type cycleCluster struct {
 	nodes       []*corev1.Node
 	pods        []*corev1.Pod
 	alloc       map[string]framework.Amounts
 	generations map[string]int64
 	last        int64
+	// changed[g-1] is the node whose pods changed at generation g.
+	changed []string
+	// at, when not nil, is each node's position in nodes, and gens each position's
+	// generation: the snapshot's NodeInfo list (snapshotChanges reads it).
+	at   map[string]int
+	gens []int64
+	// emptyZero gives a node left without pods generation 0, as the extender's cache does.
+	emptyZero bool
 }
 
 var (
@@ -62,8 +72,63 @@ func (c *cycleCluster) place(p *corev1.Pod, node string) {
 	}
 	a[corev1.ResourcePods]++
 	c.alloc[node] = a
+	c.moved(node)
+}
+
+// moved gives node's pods the next generation.
+func (c *cycleCluster) moved(node string) {
 	c.last++
 	c.generations[node] = c.last
+	if c.emptyZero && len(c.alloc[node]) == 0 {
+		delete(c.generations, node)
+	}
+	c.changed = append(c.changed, node)
+	if c.at != nil {
+		c.gens[c.at[node]] = c.last
+	}
+}
+
+// snapshotChanges is a cycleCluster with framework.NodePodsChanges as plugin mode's snapshot
+// gives it: every node, by position in the list, whose generation is above the mark; by
+// position in gens when at is set (its nodes must not change then: at and gens follow
+// placements only), else by name.
+type snapshotChanges struct{ *cycleCluster }
+
+func (c snapshotChanges) PodsChangedSince(mark int64, changes []framework.PodsChange) ([]framework.PodsChange, int64, bool) {
+	next := mark
+	for i, n := range c.nodes {
+		var g int64
+		if c.at != nil {
+			g = c.gens[i]
+		} else {
+			g = c.generations[n.Name]
+		}
+		if g > mark {
+			next = max(next, g)
+			changes = append(changes, framework.PodsChange{Node: n.Name, Generation: g})
+		}
+	}
+	return changes, next, true
+}
+
+// journalChanges is a cycleCluster with framework.NodePodsChanges as the extender's cache gives
+// it: the nodes of the last keep changes, each with its generation now, and unknown for a mark
+// further behind.
+type journalChanges struct {
+	*cycleCluster
+	keep int64
+}
+
+func (c journalChanges) PodsChangedSince(mark int64, changes []framework.PodsChange) ([]framework.PodsChange, int64, bool) {
+	next := c.last
+	if mark < 0 || mark > next || next-mark > c.keep {
+		return changes, next, false
+	}
+	for g := mark + 1; g <= next; g++ {
+		node := c.changed[g-1]
+		changes = append(changes, framework.PodsChange{Node: node, Generation: c.generations[node]})
+	}
+	return changes, next, true
 }
 
 // cycleClasses are the pods' requests, in turn: several workloads' classes, a few with a gpu
@@ -80,13 +145,15 @@ var cycleClasses = []fixtures.Res{
 // with 8 gpus, each with 4 to 12 pods of the classes placed on it.
 func cycleNodes(n int) *cycleCluster {
 	r := rand.New(rand.NewPCG(uint64(n), 35))
-	c := &cycleCluster{alloc: map[string]framework.Amounts{}, generations: map[string]int64{}}
+	c := &cycleCluster{alloc: map[string]framework.Amounts{}, generations: map[string]int64{},
+		at: map[string]int{}, gens: make([]int64, n)}
 	for i := range n {
 		cpu, memGi, gpu := 16+16*r.IntN(4), 64<<r.IntN(3), 8*r.IntN(2)
 		node := fixtures.MakeNode().Name(fmt.Sprintf("node-%05d", i)).Allocatable(fixtures.Res{
 			corev1.ResourceCPU: strconv.Itoa(cpu), corev1.ResourceMemory: fmt.Sprint(memGi, "Gi"),
 			corev1.ResourcePods: "110", "nvidia.com/gpu": strconv.Itoa(gpu), corev1.ResourceEphemeralStorage: "200Gi",
 		}).ResourceVersion(strconv.Itoa(i + 1)).Obj()
+		c.at[node.Name] = len(c.nodes)
 		c.nodes = append(c.nodes, node)
 		for k := range 4 + r.IntN(9) {
 			class := cycleClasses[r.IntN(len(cycleClasses))]
@@ -114,7 +181,8 @@ func processCPU() int64 {
 // of pigeon's: kube-scheduler's number of feasible nodes to find, consecutive from where the
 // last pod stopped), then the pod is placed on the first node of best score (its node's
 // generation and Allocated change). The pods' requests come in turn from cycleClasses, each pod
-// new. nres is NUM_RESOURCES: 2 (the default) and 5.
+// new. nres is NUM_RESOURCES: 2 (the default) and 5. The changed nodes are found as from the
+// snapshot (snapshotChanges).
 func BenchmarkPluginCycle(b *testing.B) {
 	for _, n := range []int{500, 2000, 5000} {
 		for _, nres := range []int{2, 5} {
@@ -133,7 +201,7 @@ func BenchmarkPluginCycle(b *testing.B) {
 func benchPluginCycle(b *testing.B, n int, cfg Config) {
 	c := cycleNodes(n)
 	h := framework.NewHandle(nil)
-	h.Cluster, h.NodePods = c, c
+	h.Cluster, h.NodePods = c, snapshotChanges{c}
 	a, err := New(cfg, h)
 	if err != nil {
 		b.Fatal(err)

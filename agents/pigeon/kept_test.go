@@ -30,8 +30,7 @@ func (c *cycleCluster) remove(i int) {
 		a[corev1.ResourcePods]++
 	}
 	c.alloc[node] = a
-	c.last++
-	c.generations[node] = c.last
+	c.moved(node)
 }
 
 // The answers from the system kept between pods (NodePods) are the per-pod computation's (the
@@ -43,14 +42,28 @@ func (c *cycleCluster) remove(i int) {
 // node of best score, with pods removed, nodes added, cordoned and uncordoned, updated with
 // another allocatable (a new resourceVersion) and the list reordered in between. One agent of
 // each kind lives through each sequence.
+//
+// The kept system finds the changed nodes three ways, each its own run of the same sequences:
+// asking every node's generation (NodePods alone), and from framework.NodePodsChanges as
+// plugin mode's snapshot gives it (every node whose generation is above the mark) and as the
+// extender's cache does (a journal of the last few changes, here 0 to 3, so that it is often
+// too far behind and the agent asks every node; a node left without pods has generation 0).
 func TestKeptAnswersArePerPodAnswers(t *testing.T) {
+	for _, changes := range []string{"per node", "snapshot", "journal"} {
+		t.Run(changes, func(t *testing.T) { testKeptAnswers(t, changes) })
+	}
+}
+
+func testKeptAnswers(t *testing.T, changes string) {
 	r := rand.New(rand.NewPCG(35, 27))
 	objs := []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes}
 	updated, reused := 0, 0 // calls that updated a kept system from generations; that reused it as it was
+	known, unknown := 0, 0  // calls whose changes were known; not known (NodePodsChanges)
 	for iter := range 48 {
 		cfg := config(1+r.IntN(MaxResources), objs[iter%len(objs)])
 		cfg.ResourceIndex = r.IntN(cfg.NumResources)
-		c := &cycleCluster{alloc: map[string]framework.Amounts{}, generations: map[string]int64{}}
+		c := &cycleCluster{alloc: map[string]framework.Amounts{}, generations: map[string]int64{},
+			emptyZero: changes == "journal"}
 		rv := 0
 		node := func(name string, unschedulable bool) *corev1.Node {
 			rv++
@@ -74,6 +87,14 @@ func TestKeptAnswersArePerPodAnswers(t *testing.T) {
 		}
 		h := framework.NewHandle(nil)
 		h.Cluster, h.NodePods = c, c
+		var journal *journalChanges
+		switch changes {
+		case "snapshot":
+			h.NodePods = snapshotChanges{c}
+		case "journal":
+			journal = &journalChanges{cycleCluster: c, keep: int64(iter % 4)}
+			h.NodePods = journal
+		}
 		kept, err := New(cfg, h)
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +138,13 @@ func TestKeptAnswersArePerPodAnswers(t *testing.T) {
 			var gens []int64
 			if before != nil {
 				gens = slices.Clone(before.generations)
+				if journal != nil {
+					if _, _, ok := journal.PodsChangedSince(before.mark, nil); ok {
+						known++
+					} else {
+						unknown++
+					}
+				}
 			}
 			want := perPod.rank(p, nodes)
 			got := kept.rank(p, nodes)
@@ -148,8 +176,71 @@ func TestKeptAnswersArePerPodAnswers(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d calls updated the kept system from generations, %d reused it unchanged", updated, reused)
+	t.Logf("%d calls updated the kept system from generations, %d reused it unchanged; journal: %d known, %d not", updated, reused, known, unknown)
 	if updated < 1000 || reused < 100 {
 		t.Errorf("%d calls updated the kept system from its nodes' generations, %d reused it unchanged: the test does not exercise it", updated, reused)
+	}
+	if changes == "journal" && (known < 500 || unknown < 200) {
+		t.Errorf("the journal knew the changes %d times and not %d times: the test does not exercise both", known, unknown)
+	}
+}
+
+// racingCluster is a cycleCluster whose Allocated runs before first, once: a pod event that
+// the informers handle while the agent reads.
+type racingCluster struct {
+	*cycleCluster
+	before func(node string)
+}
+
+func (c *racingCluster) Allocated(node string) framework.Amounts {
+	if f := c.before; f != nil {
+		f(node)
+	}
+	return c.cycleCluster.Allocated(node)
+}
+
+// A pod that arrives on an empty node between the kept system's reading of the node's
+// generation (0: no pods) and of its usage, and leaves before the next pod, leaves the node at
+// generation 0, as it was read: the journal lists the node, and its usage is read again
+// (generation 0 is every empty node's, not one set of pods), so the next answers are the
+// per-pod ones. Without that, the node would keep the departed pod's usage.
+func TestKeptRereadsAnEmptyNodeThatChanged(t *testing.T) {
+	c := &cycleCluster{alloc: map[string]framework.Amounts{}, generations: map[string]int64{}, emptyZero: true}
+	for i := range 3 {
+		c.nodes = append(c.nodes, fixtures.MakeNode().Name(fmt.Sprintf("n%d", i)).Allocatable(fixtures.Res{
+			corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi", corev1.ResourcePods: "30",
+		}).ResourceVersion("1").Obj())
+	}
+	c.place(pod("bound").Req(cycleClasses[1]).Obj(), "n1")
+	cfg := config(2, ABinpack)
+	rc := &racingCluster{cycleCluster: c}
+	h := framework.NewHandle(nil)
+	h.Cluster, h.NodePods = rc, journalChanges{cycleCluster: c, keep: 100}
+	kept, err := New(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPod := newAgent(t, cfg, c)
+	first, second := pod("first").Req(cycleClasses[0]).Obj(), pod("second").Req(cycleClasses[0]).Obj()
+	perPod.rank(first, c.nodes) // the same pods seen by both
+	rc.before = func(node string) {
+		if node == "n0" {
+			rc.before = nil
+			c.place(pod("passing").Req(cycleClasses[3]).Obj(), "n0")
+		}
+	}
+	kept.rank(first, c.nodes)
+	if rc.before != nil {
+		t.Fatal("the kept system did not read n0's usage")
+	}
+	c.remove(len(c.pods) - 1) // the passing pod goes: n0 is empty again, at generation 0
+	if g := c.PodsGeneration("n0"); g != 0 {
+		t.Fatalf("n0 is at generation %d, not 0", g)
+	}
+	want, got := perPod.rank(second, c.nodes), kept.rank(second, c.nodes)
+	for i, n := range c.nodes {
+		if math.Float64bits(got.values[i]) != math.Float64bits(want.values[i]) || got.scores[i] != want.scores[i] {
+			t.Errorf("%s: value %v, score %d; per pod %v, %d", n.Name, got.values[i], got.scores[i], want.values[i], want.scores[i])
+		}
 	}
 }

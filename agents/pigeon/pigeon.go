@@ -39,7 +39,10 @@ type Agent struct {
 	// pods, when not nil, tells when a node's pods (so its Allocated) change: the system of
 	// nodes is then kept between calls (system) and only its changed nodes read again.
 	pods framework.NodePods
-	log  *logrus.Entry
+	// changes is pods when it also tells which nodes changed since a point: the changed nodes
+	// are then found without asking every node; nil when it does not.
+	changes framework.NodePodsChanges
+	log     *logrus.Entry
 	// capacities memoizes each node's allocatable in the agent's units: converting quantities
 	// was a quarter of a call at 5000 nodes.
 	capacities framework.NodeMemo[vec]
@@ -55,6 +58,8 @@ type Agent struct {
 	// time), from gather to the end of evaluate.
 	sysMu  sync.Mutex
 	system *systemMemo
+	// changed is the buffer of changes, reused from call to call (under sysMu).
+	changed []framework.PodsChange
 }
 
 var _ framework.Agent = (*Agent)(nil)
@@ -76,6 +81,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	a := &Agent{cfg: cfg, res: newResources(cfg), cluster: cluster, log: log, seen: newSeenSet(seenBound)}
 	if cluster != nil {
 		a.pods = h.NodePods
+		a.changes, _ = h.NodePods.(framework.NodePodsChanges)
 	}
 	log.WithFields(logrus.Fields{
 		"objective": cfg.Objective, "resources": a.res.names[:cfg.NumResources],
@@ -285,16 +291,21 @@ func (a *Agent) capacity(n *corev1.Node) vec { return a.capacities.Get(n, a.res.
 
 // systemMemo is the system of nodes gathered from the cluster's node list, kept between
 // calls, with what each node was read at: its object, name and resourceVersion (capacity,
-// schedulability) and its pods' generation (usage), by position in the list; and what
+// schedulability), by position in the list, and its pods' generation (usage), by position in
+// the system, with the mark of NodePodsChanges the system is read since; and what
 // evaluating a pod needs of the system besides the pod, kept with it: each node's utilization,
 // the count of nodes in use, the average capacity and, for CONSOLIDATE, the prime utilizations
-// in ascending order. A pod then costs one pass over the list (its nodes' generations) and the
+// in ascending order. A pod then costs one pass over the list (its node objects), the changed
+// nodes (from NodePodsChanges; without it, every node's generation looked up by name) and the
 // system's sums (which depend on every node: the mean moves with each placement), instead of
 // also every node's utilization, the average capacity and a sort.
 type systemMemo struct {
 	nodes           []*corev1.Node
 	names, versions []string
-	generations     []int64
+	// generations[k] is the generation of sys[k]'s pods its usage was read at (after).
+	generations []int64
+	// mark is the NodePodsChanges mark (next) taken before the system's usage was last read.
+	mark int64
 	// at is each listed node's position in sys, -1 for an unschedulable node.
 	at  []int
 	sys []nodeState
@@ -315,12 +326,25 @@ type systemMemo struct {
 
 // systemOf returns the system of the schedulable nodes of all, in their order: what gather
 // builds without NodePods. It keeps the system between calls and reads again only the usage
-// of the nodes whose pods changed; a list of other nodes, in another order, or a node changed
-// or without a resourceVersion builds it anew. A listed node that is the object listed before
-// is that version (objects from the cluster are never modified), which spares reading it.
-// The caller holds sysMu until it no longer reads the result.
+// of the nodes whose pods changed: those NodePodsChanges lists since the system's mark, or,
+// without it (or when it no longer knows), every node whose generation moved; a list of other
+// nodes, in another order, or a node changed or without a resourceVersion builds it anew. A
+// listed node that is the object listed before is that version (objects from the cluster are
+// never modified), which spares reading it. The caller holds sysMu until it no longer reads
+// the result.
 func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 	m := a.system
+	// The changes are asked for before anything is read: a change after the call is after
+	// next, and the next call lists it.
+	var next int64
+	known := false
+	if a.changes != nil {
+		mark := int64(0)
+		if m != nil {
+			mark = m.mark
+		}
+		a.changed, next, known = a.changes.PodsChangedSince(mark, a.changed[:0])
+	}
 	same := m != nil && len(m.names) == len(all)
 	for i := 0; same && i < len(all); i++ {
 		n := all[i]
@@ -338,38 +362,55 @@ func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 	}
 	if !same {
 		m = a.buildSystem(all)
+		m.mark = next
 		a.system = m
 		return m
 	}
-	dim, prime := a.cfg.NumResources, a.cfg.ResourceIndex
+	m.mark = next
+	if known {
+		for _, c := range a.changed {
+			k, ok := m.index[c.Node]
+			// Generation 0 (no pods) is every empty node's, not one set of pods: the usage
+			// may have been read with a pod that has gone since, so it is read again.
+			if ok && (c.Generation != m.generations[k] || c.Generation == 0) {
+				a.readUsage(m, k, c.Node, c.Generation)
+			}
+		}
+		return m
+	}
 	for i, name := range m.names {
 		k := m.at[i]
 		if k < 0 {
 			continue
 		}
-		g := a.pods.PodsGeneration(name)
-		if g == m.generations[i] {
-			continue
-		}
-		m.generations[i] = g
-		node := &m.sys[k]
-		if inUse(dim, &node.use) {
-			m.used--
-		}
-		node.use = a.res.fromAmounts(a.cluster.Allocated(name))
-		if inUse(dim, &node.use) {
-			m.used++
-		}
-		old := m.utils[k][prime]
-		m.utils[k] = utilization(dim, &node.capacity, &node.use)
-		if m.primes != nil {
-			at := sort.SearchFloat64s(m.primes, old) // primes[at] == old
-			m.primes = slices.Delete(m.primes, at, at+1)
-			x := m.utils[k][prime]
-			m.primes = slices.Insert(m.primes, sort.SearchFloat64s(m.primes, x), x)
+		if g := a.pods.PodsGeneration(name); g != m.generations[k] {
+			a.readUsage(m, k, name, g)
 		}
 	}
 	return m
+}
+
+// readUsage reads the usage of m.sys[k], the node called name whose pods are at generation g
+// (read before), and updates what m keeps of it.
+func (a *Agent) readUsage(m *systemMemo, k int, name string, g int64) {
+	dim, prime := a.cfg.NumResources, a.cfg.ResourceIndex
+	m.generations[k] = g
+	node := &m.sys[k]
+	if inUse(dim, &node.use) {
+		m.used--
+	}
+	node.use = a.res.fromAmounts(a.cluster.Allocated(name))
+	if inUse(dim, &node.use) {
+		m.used++
+	}
+	old := m.utils[k][prime]
+	m.utils[k] = utilization(dim, &node.capacity, &node.use)
+	if m.primes != nil {
+		at := sort.SearchFloat64s(m.primes, old) // primes[at] == old
+		m.primes = slices.Delete(m.primes, at, at+1)
+		x := m.utils[k][prime]
+		m.primes = slices.Insert(m.primes, sort.SearchFloat64s(m.primes, x), x)
+	}
 }
 
 // buildSystem reads the system of the schedulable nodes of all anew. A node without a
@@ -377,7 +418,7 @@ func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 func (a *Agent) buildSystem(all []*corev1.Node) *systemMemo {
 	dim, prime := a.cfg.NumResources, a.cfg.ResourceIndex
 	m := &systemMemo{nodes: slices.Clone(all), names: make([]string, len(all)), versions: make([]string, len(all)),
-		generations: make([]int64, len(all)), at: make([]int, len(all)),
+		at:    make([]int, len(all)),
 		index: make(map[string]int, len(all)), byNode: make(map[*corev1.Node]int, len(all))}
 	for i, n := range all {
 		m.names[i], m.versions[i], m.at[i] = n.Name, n.ResourceVersion, -1
@@ -389,7 +430,7 @@ func (a *Agent) buildSystem(all []*corev1.Node) *systemMemo {
 		}
 		// The generation is read before the usage: a change between the two is read again at
 		// the next call.
-		m.generations[i] = a.pods.PodsGeneration(n.Name)
+		m.generations = append(m.generations, a.pods.PodsGeneration(n.Name))
 		m.at[i] = len(m.sys)
 		m.index[n.Name] = len(m.sys)
 		m.byNode[n] = len(m.sys)

@@ -40,8 +40,9 @@ type allocEntry struct {
 }
 
 var (
-	_ framework.Cluster  = (*snapshotCluster)(nil)
-	_ framework.NodePods = (*snapshotCluster)(nil)
+	_ framework.Cluster         = (*snapshotCluster)(nil)
+	_ framework.NodePods        = (*snapshotCluster)(nil)
+	_ framework.NodePodsChanges = (*snapshotCluster)(nil)
 )
 
 func newSnapshotCluster(fh fwk.Handle, a *Adapter) *snapshotCluster {
@@ -123,6 +124,42 @@ func (c *snapshotCluster) PodsGeneration(node string) int64 {
 		return 0
 	}
 	return ni.GetGeneration()
+}
+
+// PodsChangedSince implements framework.NodePodsChanges: the snapshot's nodes whose NodeInfo
+// generation is above mark, and as next the highest generation of its nodes. The scheduler
+// gives a NodeInfo a generation from one counter on every change, and takes the snapshot
+// under its cache's lock with every NodeInfo changed since the last one (UpdateSnapshot): a
+// change after this snapshot gets a generation above every one here, so above next. (Like
+// PodsGeneration, this follows the generations: the pods a pod group cycle assumes in the
+// snapshot itself keep their NodeInfo's generation.)
+//
+// The snapshot keeps no order by generation that a plugin can read, so this looks at every
+// node, by position in its list: one comparison each, where PodsGeneration per node is a
+// lookup by name. It is never unknown, except without a snapshot. It reads the whole cluster
+// (wholeRead), as Nodes does.
+func (c *snapshotCluster) PodsChangedSince(mark int64, changes []framework.PodsChange) ([]framework.PodsChange, int64, bool) {
+	c.markWholeRead()
+	l := c.nodeInfos()
+	if l == nil {
+		return changes, mark, false
+	}
+	infos, err := l.List()
+	if err != nil {
+		return changes, mark, false
+	}
+	next := mark
+	for _, ni := range infos {
+		g := ni.GetGeneration()
+		if g <= mark {
+			continue
+		}
+		next = max(next, g)
+		if n := ni.Node(); n != nil {
+			changes = append(changes, framework.PodsChange{Node: n.Name, Generation: g})
+		}
+	}
+	return changes, next, true
 }
 
 // PodsOn implements framework.NodePods: the pods of the node's NodeInfo, bound or assumed.
