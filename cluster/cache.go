@@ -219,7 +219,7 @@ func (s *Cache) Dynamic() dynamicinformer.DynamicSharedInformerFactory { return 
 // informer factories, client, client configuration and a recorder of events whose source is
 // component.
 func (s *Cache) Handle(h framework.Handle, component string) framework.Handle {
-	h.Cluster, h.NodePods, h.Informers, h.Dynamic, h.Client, h.Events = s, s, s.factory, s.dynamic, s.client, s.Events(component)
+	h.Cluster, h.NodePods, h.PodsChanges, h.Informers, h.Dynamic, h.Client, h.Events = s, s, s, s.factory, s.dynamic, s.client, s.Events(component)
 	h.KubeConfig = s.RESTConfig()
 	return h
 }

@@ -66,9 +66,9 @@ type PodsChange struct {
 // something derived from every node's pods (pigeon's system of nodes) and would otherwise ask
 // PodsGeneration of every node on every pod: its work then follows the changes, not the
 // nodes. It is optional: both NodePods of this project implement it (the extender's cache, from
-// a bounded journal of its changes; plugin mode's snapshot, from its NodeInfos' generations),
-// and an agent finds it with a type assertion on Handle.NodePods, keeping PodsGeneration per
-// node as its fallback. It reads the whole cluster, as Cluster.Nodes does: plugin mode signs
+// a bounded journal of its changes; plugin mode's snapshot, from its NodeInfos' generations)
+// and hand it to agents as Handle.PodsChanges; an agent keeps PodsGeneration per node as its
+// fallback where the Handle has none. It reads the whole cluster, as Cluster.Nodes does: plugin mode signs
 // no pod for batching for an agent that has called it.
 type NodePodsChanges interface {
 	// PodsChangedSince appends to changes the nodes whose pods changed after mark and returns

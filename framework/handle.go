@@ -31,6 +31,9 @@ type Handle struct {
 	// NodePods gives the pods on one node (nil without cluster access): the same pods as
 	// Cluster's, indexed by node.
 	NodePods NodePods
+	// PodsChanges tells which nodes' pods changed since a mark (nil where it is not offered):
+	// the same pods as NodePods', for an agent that keeps something derived from every node.
+	PodsChanges NodePodsChanges
 	// Informers is the process's shared informer factory: one informer per resource per
 	// process. Its pod informer is the one the program already runs (non-terminated pods only:
 	// a pod that turns Succeeded or Failed arrives as a deletion, as in kube-scheduler), and so

@@ -201,7 +201,7 @@ func BenchmarkPluginCycle(b *testing.B) {
 func benchPluginCycle(b *testing.B, n int, cfg Config) {
 	c := cycleNodes(n)
 	h := framework.NewHandle(nil)
-	h.Cluster, h.NodePods = c, snapshotChanges{c}
+	h.Cluster, h.NodePods, h.PodsChanges = c, snapshotChanges{c}, snapshotChanges{c}
 	a, err := New(cfg, h)
 	if err != nil {
 		b.Fatal(err)

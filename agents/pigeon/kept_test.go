@@ -91,9 +91,10 @@ func testKeptAnswers(t *testing.T, changes string) {
 		switch changes {
 		case "snapshot":
 			h.NodePods = snapshotChanges{c}
+			h.PodsChanges = snapshotChanges{c}
 		case "journal":
 			journal = &journalChanges{cycleCluster: c, keep: int64(iter % 4)}
-			h.NodePods = journal
+			h.NodePods, h.PodsChanges = journal, journal
 		}
 		kept, err := New(cfg, h)
 		if err != nil {
@@ -215,7 +216,8 @@ func TestKeptRereadsAnEmptyNodeThatChanged(t *testing.T) {
 	cfg := config(2, ABinpack)
 	rc := &racingCluster{cycleCluster: c}
 	h := framework.NewHandle(nil)
-	h.Cluster, h.NodePods = rc, journalChanges{cycleCluster: c, keep: 100}
+	j := journalChanges{cycleCluster: c, keep: 100}
+	h.Cluster, h.NodePods, h.PodsChanges = rc, j, j
 	kept, err := New(cfg, h)
 	if err != nil {
 		t.Fatal(err)

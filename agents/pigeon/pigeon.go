@@ -81,7 +81,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	a := &Agent{cfg: cfg, res: newResources(cfg), cluster: cluster, log: log, seen: newSeenSet(seenBound)}
 	if cluster != nil {
 		a.pods = h.NodePods
-		a.changes, _ = h.NodePods.(framework.NodePodsChanges)
+		a.changes = h.PodsChanges
 	}
 	log.WithFields(logrus.Fields{
 		"objective": cfg.Objective, "resources": a.res.names[:cfg.NumResources],

@@ -368,7 +368,7 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 // frameworks with a client only) stays nil.
 func (a *Adapter) agentHandle(ctx context.Context, fh fwk.Handle, log klog.Logger) (framework.Handle, error) {
 	sc := newSnapshotCluster(fh, a)
-	h := framework.Handle{Log: logrusTo(log), Cluster: sc, NodePods: sc}
+	h := framework.Handle{Log: logrusTo(log), Cluster: sc, NodePods: sc, PodsChanges: sc}
 	if c := fh.ClientSet(); c != nil {
 		h.Client = c
 	}
