@@ -19,30 +19,40 @@ import (
 // scheduler's /metrics.
 func scheduleAttempts(t *testing.T, s *harness.Scheduler, profile string) float64 {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed on loopback
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", s.Port))
+	n, err := attemptsCounted(s.Port, `profile="`+profile+`"`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// attemptsCounted sums kube-scheduler's scheduler_schedule_attempts_total series (on its secure
+// port, port) whose labels contain match (a label and its value, as `result="error"`).
+func attemptsCounted(port int, match string) (float64, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed on loopback
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return 0, err
+	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %s", resp.Status)
+		return 0, fmt.Errorf("/metrics: %s", resp.Status)
 	}
 	total := 0.0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "scheduler_schedule_attempts_total{") && strings.Contains(line, `profile="`+profile+`"`) {
+		if strings.HasPrefix(line, "scheduler_schedule_attempts_total{") && strings.Contains(line, match) {
 			f := strings.Fields(line)
 			v, err := strconv.ParseFloat(f[len(f)-1], 64)
 			if err != nil {
-				t.Fatal(err)
+				return 0, fmt.Errorf("/metrics: %q: %w", line, err)
 			}
 			total += v
 		}
 	}
-	return total
+	return total, sc.Err()
 }
 
 // TestCoschedulingBackoffAttempts: a group that can never fit (minMember 3 of 1 cpu on a 2-cpu
