@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents/congestion"
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/server"
 )
@@ -27,7 +28,7 @@ func explainTarget(t *testing.T) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := server.New([]framework.Agent{a}, server.Options{Log: logrus.New(), Registry: prometheus.NewRegistry(), DecisionsKept: 10})
+	h, err := server.New([]framework.Agent{a}, server.Options{Log: logrus.New(), Registry: prometheus.NewRegistry(), Decisions: decisions.Config{Kept: 10, InputsBytes: decisions.DefaultInputsBytes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -192,15 +191,13 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		lookup, ready = state, state.HasSynced
 	}
 	handler, err := server.New(agents, server.Options{
-		Version:       version,
-		MaxBodyBytes:  st.cfg.maxBodyBytes,
-		DecisionsKept: st.cfg.decisions.Kept,
-		// Options reads zero as the default; the setting's 0 keeps none.
-		DecisionsInputsBytes: cmp.Or(st.cfg.decisions.InputsBytes, -1),
-		Lookup:               lookup,
-		Ready:                ready,
-		Log:                  log,
-		Registry:             reg,
+		Version:      version,
+		MaxBodyBytes: st.cfg.maxBodyBytes,
+		Decisions:    st.cfg.decisions,
+		Lookup:       lookup,
+		Ready:        ready,
+		Log:          log,
+		Registry:     reg,
 	})
 	if err != nil {
 		return configError(stderr, err)

@@ -78,7 +78,7 @@ func BenchmarkDecisions(b *testing.B) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	for _, kept := range []int{0, decisions.DefaultKept} {
-		h, err := New([]framework.Agent{testAgent{}}, Options{Lookup: nodesLookup(nodes), Log: log, Registry: prometheus.NewRegistry(), DecisionsKept: kept})
+		h, err := New([]framework.Agent{testAgent{}}, Options{Lookup: nodesLookup(nodes), Log: log, Registry: prometheus.NewRegistry(), Decisions: decisions.Config{Kept: kept, InputsBytes: decisions.DefaultInputsBytes}})
 		if err != nil {
 			b.Fatal(err)
 		}

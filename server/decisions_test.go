@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 type decisionsAnswer struct {
@@ -32,7 +34,7 @@ func score(v int64) *int64 { return &v }
 // cache does not know as the answer had it; newest first; ?pod filters; the ring keeps the last.
 func TestDecisions(t *testing.T) {
 	nodes := sampleNodes()
-	f := newFixture(t, Options{Lookup: nodesLookup(nodes), DecisionsKept: 3})
+	f := newFixture(t, Options{Lookup: nodesLookup(nodes), Decisions: decisions.Config{Kept: 3, InputsBytes: decisions.DefaultInputsBytes}})
 	f.post("/scheduler/predicates/label", nameArgs("a", "b", "ghost", "c"))
 	f.post("/scheduler/priorities/label", fullArgs(nodes))
 	f.post("/scheduler/predicates/error", nameArgs("a"))
@@ -78,7 +80,7 @@ func TestDecisions(t *testing.T) {
 // Decisions name pods and nodes: only loopback clients and clients with a verified certificate
 // read them.
 func TestDecisionsAccess(t *testing.T) {
-	f := newFixture(t, Options{DecisionsKept: 10})
+	f := newFixture(t, Options{Decisions: decisions.Config{Kept: 10, InputsBytes: decisions.DefaultInputsBytes}})
 	errorOf(t, getDecisions(t, f, "", "10.1.2.3:4444", nil), http.StatusForbidden)
 	errorOf(t, getDecisions(t, f, "", "10.1.2.3:4444", &tls.ConnectionState{}), http.StatusForbidden)
 	verified := &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/framework/decisions"
 )
 
 // explainingAgent is testAgent with framework.Explainer: it reports each node's score label as
@@ -40,7 +41,7 @@ func explainingFixture(t *testing.T, kept int) (*fixture, *int) {
 	t.Helper()
 	calls := 0
 	h, err := New([]framework.Agent{explainingAgent{calls: &calls}}, Options{Log: logrus.New(), Registry: prometheus.NewRegistry(),
-		Lookup: nodesLookup(sampleNodes()), DecisionsKept: kept})
+		Lookup: nodesLookup(sampleNodes()), Decisions: decisions.Config{Kept: kept, InputsBytes: decisions.DefaultInputsBytes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@
 //	POST /scheduler/preemption              ExtenderPreemptionArgs -> ExtenderPreemptionResult (the
 //	                                        candidates every framework.Preempter keeps; all without one)
 //	GET  /version (the version, the agents and each agent's routes), /healthz, /readyz, /metrics
-//	GET  /debug/decisions[?pod=<ns>/<name>]  the last decisions (Options.DecisionsKept)
+//	GET  /debug/decisions[?pod=<ns>/<name>]  the last decisions (Options.Decisions)
 package server
 
 import (
@@ -50,13 +50,10 @@ type Options struct {
 	Log *logrus.Logger
 	// Registry receives the extender's metrics and is served at /metrics. Nil: a new registry.
 	Registry *prometheus.Registry
-	// DecisionsKept is how many of the last filter and prioritize decisions GET
-	// /debug/decisions shows (over loopback or to a verified client certificate only); zero
-	// keeps none and does not serve the route.
-	DecisionsKept int
-	// DecisionsInputsBytes bounds the agents' inputs kept with the decisions, in estimated bytes
-	// (decisions.Config.InputsBytes); zero: decisions.DefaultInputsBytes; negative: none kept.
-	DecisionsInputsBytes int64
+	// Decisions is how many of the last filter and prioritize decisions GET /debug/decisions
+	// shows (over loopback or to a verified client certificate only), and how much of the
+	// agents' inputs they keep (validated); Kept zero keeps none and does not serve the route.
+	Decisions decisions.Config
 }
 
 // New returns the handler that serves agents. It fails when two functions of the same kind share
@@ -76,12 +73,8 @@ func New(agents []framework.Agent, opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	s := &srv{opts: opts, metrics: m}
-	if opts.DecisionsKept > 0 {
-		c := decisions.Config{Kept: opts.DecisionsKept, InputsBytes: max(opts.DecisionsInputsBytes, 0)}
-		if opts.DecisionsInputsBytes == 0 {
-			c.InputsBytes = decisions.DefaultInputsBytes
-		}
-		s.decisions = decisions.New(c)
+	if opts.Decisions.Kept > 0 {
+		s.decisions = decisions.New(opts.Decisions)
 	}
 
 	r := mux.NewRouter()
@@ -196,7 +189,7 @@ func claimAlias(seen map[string]string, agent, kind, name, verb string) error {
 type srv struct {
 	opts    Options
 	metrics *metrics
-	// decisions keeps the last decisions; nil when Options.DecisionsKept is zero.
+	// decisions keeps the last decisions; nil when Options.Decisions.Kept is zero.
 	decisions *decisions.Log
 	// preempters are the agents that judge preemption candidates, in the agents' order.
 	preempters []namedPreempter
