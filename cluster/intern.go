@@ -54,14 +54,7 @@ func (in *interner) Labels(m map[string]string) map[string]string {
 		// Label keys and values are printable: a NUL cannot be part of either.
 		in.key = append(append(append(append(in.key, k...), 0), m[k]...), 0)
 	}
-	if v, ok := in.labels[string(in.key)]; ok {
-		return v
-	}
-	if in.labels == nil || len(in.labels) >= internMax {
-		in.labels = map[string]map[string]string{}
-	}
-	in.labels[string(in.key)] = m
-	return m
+	return intern(&in.labels, in.key, m)
 }
 
 // ResourceList returns a list equal to l (the same quantities in the same formats): a shared
@@ -73,14 +66,7 @@ func (in *interner) ResourceList(l corev1.ResourceList) corev1.ResourceList {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.key = appendList(in.key[:0], l)
-	if v, ok := in.lists[string(in.key)]; ok {
-		return v
-	}
-	if in.lists == nil || len(in.lists) >= internMax {
-		in.lists = map[string]corev1.ResourceList{}
-	}
-	in.lists[string(in.key)] = l
-	return l
+	return intern(&in.lists, in.key, l)
 }
 
 // appendList appends l's names, quantities and formats, in the order of the names, to key.
@@ -117,14 +103,7 @@ func (in *interner) Containers(cs []corev1.Container) []corev1.Container {
 		in.key = append(append(append(append(in.key, c.Name...), 0), policy...), 0)
 		in.key = append(appendList(in.key, c.Resources.Requests), 1) // 1 ends a container's list
 	}
-	if v, ok := in.containers[string(in.key)]; ok {
-		return v
-	}
-	if in.containers == nil || len(in.containers) >= internMax {
-		in.containers = map[string][]corev1.Container{}
-	}
-	in.containers[string(in.key)] = cs
-	return cs
+	return intern(&in.containers, in.key, cs)
 }
 
 // Owners returns a slice equal to refs, a pod's stripped controller reference (controllerRef:
@@ -144,14 +123,21 @@ func (in *interner) Owners(refs []metav1.OwnerReference) []metav1.OwnerReference
 		in.key = append(append(append(append(append(append(append(append(in.key, r.APIVersion...), 0), r.Kind...), 0),
 			r.Name...), 0), controller...), 0)
 	}
-	if v, ok := in.owners[string(in.key)]; ok {
-		return v
+	return intern(&in.owners, in.key, refs)
+}
+
+// intern returns the value table holds under key, or stores v there and returns it, starting
+// the table afresh once it holds internMax values (in.mu held). The lookup by string(key) does
+// not copy key.
+func intern[T any](table *map[string]T, key []byte, v T) T {
+	if old, ok := (*table)[string(key)]; ok {
+		return old
 	}
-	if in.owners == nil || len(in.owners) >= internMax {
-		in.owners = map[string][]metav1.OwnerReference{}
+	if *table == nil || len(*table) >= internMax {
+		*table = map[string]T{}
 	}
-	in.owners[string(in.key)] = refs
-	return refs
+	(*table)[string(key)] = v
+	return v
 }
 
 // String returns a string equal to v: a shared one when an equal string was seen before.
