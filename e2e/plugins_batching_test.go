@@ -38,8 +38,9 @@ const (
 // so (the pod's request added) while some node that fits the pod takes it, which the run keeps
 // true (the pods are fewer than the nodes accept in all).
 //
-// Each profile's first pod is placed alone: kube-scheduler signs a pod when it enters the queue,
-// and the plugins sign only once they have answered.
+// The pods are created before the scheduler starts: kube-scheduler signs a pod when it enters the
+// queue, before any plugin has answered, and the plugins sign from what their agents declare
+// (framework.Offer.WholeCluster), so a backlog is batched too.
 func TestPluginsSafeBatching(t *testing.T) {
 	t.Parallel()
 	c := harness.StartCluster(t)
@@ -59,7 +60,7 @@ func TestPluginsSafeBatching(t *testing.T) {
 		t.Fatal(err)
 	}
 	limits, capacity := safeLimits(t, nodes.Items)
-	const perProfile = 13 // pods per profile, its first one included
+	const perProfile = 13 // pods per profile
 	if capacity < 2*perProfile+2 || !slices.Contains(slices.Collect(maps.Values(limits)), 0) {
 		t.Fatalf("the nodes must accept more than the %d pods, and some none: safe's limits %v (a defect of the test's nodes)", 2*perProfile, limits)
 	}
@@ -74,9 +75,6 @@ func TestPluginsSafeBatching(t *testing.T) {
 		// the separate plugins, as yamlfiles/scheduler.plugins.yaml enables them
 		"- schedulerName: separate\n  plugins:\n    multiPoint:\n      enabled:\n      - name: safe-overload\n        weight: 2\n      - name: congestion\n        weight: 1\n" +
 		"  pluginConfig:\n  - name: safe-overload\n    args:\n      utilization: 90\n      percentile: 30\n" + noDefaultSpread
-	s := c.StartScheduler(t, harness.SchedulerOptions{Name: "plugin-scheduler", Binary: harness.BuildPluginScheduler(t), Config: []byte(cfg),
-		Args: []string{"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"}})
-
 	create := func(name, profile string) {
 		t.Helper()
 		pod, err := harness.PodSpec{Name: name, SchedulerName: profile, CPU: fmt.Sprintf("%dm", batchPodCPU), Memory: fmt.Sprint(batchPodMemory),
@@ -88,13 +86,16 @@ func TestPluginsSafeBatching(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The pods wait before the scheduler starts: a backlog, queued before any plugin answered.
 	for _, profile := range []string{"agents", "separate"} {
-		create(profile+"-00", profile)
-		c.WaitForBinding(t, "default", profile+"-00")
-		for i := 1; i < perProfile; i++ {
+		for i := range perProfile {
 			create(fmt.Sprintf("%s-%02d", profile, i), profile)
 		}
-		for i := 1; i < perProfile; i++ {
+	}
+	s := c.StartScheduler(t, harness.SchedulerOptions{Name: "plugin-scheduler", Binary: harness.BuildPluginScheduler(t), Config: []byte(cfg),
+		Args: []string{"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"}})
+	for _, profile := range []string{"agents", "separate"} {
+		for i := range perProfile {
 			c.WaitForBinding(t, "default", fmt.Sprintf("%s-%02d", profile, i))
 		}
 	}

@@ -36,6 +36,14 @@ type Offer struct {
 	// managedResources with ignoredByScheduler, so that the scheduler neither counts them nor
 	// calls the extender for pods that request none of them.
 	ManagedResources []string
+	// WholeCluster: the agent's functions may read the whole cluster while judging a pod
+	// (Cluster.Nodes or Cluster.Pods, or PodsChanges: pigeon's objective over every node, gang's
+	// room for a group), so that a placement on one node may move its answers on any other.
+	// Plugin mode then signs no pod for kube-scheduler's opportunistic batching through the
+	// agent's plugins; an agent that does not say so is signed for from the scheduler's start
+	// (its backlog too), and reading the whole cluster all the same is a defect the adapter logs
+	// and then refuses to sign.
+	WholeCluster bool
 }
 
 // Registration is what a program needs to know of an agent to offer it: its name (also its

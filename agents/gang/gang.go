@@ -55,8 +55,9 @@ func (c Config) Validate() error {
 // Registration offers the agent to the programs that run agents (agents.All, the extender's
 // build-tagged file): its functions, and its port and weights in the shipped deployments.
 var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
-	Filters: []string{FilterGang},
-	Port:    5406,
+	Filters:      []string{FilterGang},
+	Port:         5406,
+	WholeCluster: true, // a group's minResources is judged against the room of every node (room.go)
 })
 
 // Agent is the gang agent. It is safe for concurrent use.

@@ -69,6 +69,7 @@ var _ framework.Agent = (*Agent)(nil)
 var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Prioritizers: []framework.Weighted{{Name: PriorityPigeonHoling, Weight: 2}},
 	Port:         5403,
+	WholeCluster: true, // the objective is over every node (systemOf)
 })
 
 // New returns the agent for cfg. h.Cluster may be nil (no cluster access): the agent then reads

@@ -42,7 +42,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -205,6 +204,8 @@ func (a *Adapter) Factory(name string) frameworkruntime.PluginFactory {
 type agentSlot struct {
 	agent   framework.Agent
 	cluster *snapshotCluster
+	// wholeCluster is the agent's Registration's Offer.WholeCluster.
+	wholeCluster bool
 	// argsFrom names the plugin whose args configured the agent ("" while it has its defaults);
 	// config is that configuration in JSON, to compare other plugins' args with.
 	argsFrom string
@@ -224,12 +225,12 @@ type funcs struct {
 	wholeList, batchable bool
 	forList              func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error)
 	prioritize           framework.PrioritizeFunc
-	// cluster is the agent's Cluster, which records whether the agent has read all of it.
-	cluster *snapshotCluster
+	// cluster is the agent's Cluster, which records whether the agent has read all of it;
+	// wholeCluster: the agent says it does (framework.Offer.WholeCluster).
+	cluster      *snapshotCluster
+	wholeCluster bool
 	// requeue is what the agent says may change the filter's verdicts (nil: it does not say).
 	requeue *framework.RequeueOn
-	// ran tells that a function of the plugin has answered once.
-	ran atomic.Bool
 	// agent is the agent's name and explainer its framework.Explainer (nil: it does not explain),
 	// for the decisions kept.
 	agent     string
@@ -322,7 +323,10 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 			return fmt.Errorf("starting: %w", err)
 		}
 	}
-	slot.agent, slot.cluster = agent, h.Cluster.(*snapshotCluster)
+	slot.agent, slot.cluster, slot.wholeCluster = agent, h.Cluster.(*snapshotCluster), reg.WholeCluster
+	if !reg.WholeCluster {
+		slot.cluster.agent, slot.cluster.log = reg.Name, log
+	}
 	for name, fns := range slot.fns {
 		if err := slot.bind(name, fns); err != nil {
 			return err
@@ -333,7 +337,8 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	fns.filter, fns.wholeList, fns.batchable, fns.forList, fns.prioritize, fns.cluster, fns.requeue = nil, false, false, nil, nil, s.cluster, nil
+	fns.filter, fns.wholeList, fns.batchable, fns.forList, fns.prioritize, fns.requeue = nil, false, false, nil, nil, nil
+	fns.cluster, fns.wholeCluster = s.cluster, s.wholeCluster
 	fns.agent, fns.explainer = s.agent.Name(), nil
 	if ex, ok := s.agent.(framework.Explainer); ok {
 		fns.explainer = ex

@@ -208,9 +208,9 @@ func firstValue(m map[string]string) string {
 	return keys[0] + ": " + m[keys[0]]
 }
 
-// TestSignatures: a plugin signs pods for kube-scheduler's opportunistic batching once it has
-// answered, unless its agent reads the whole cluster (pigeon-holing): pods that differ only by
-// name share a signature, pods an agent could tell apart do not. safe reads only the nodes it
+// TestSignatures: a plugin signs pods for kube-scheduler's opportunistic batching, from the
+// scheduler's start, unless its agent reads the whole cluster (pigeon-holing, which says so in its
+// Registration: framework.Offer.WholeCluster): pods that differ only by name share a signature, pods an agent could tell apart do not. safe reads only the nodes it
 // judges, and declares its adaptive filter's verdicts reusable (framework.Filter.Batchable).
 func TestSignatures(t *testing.T) {
 	nodes, pods := agentCluster()
@@ -233,8 +233,10 @@ func TestSignatures(t *testing.T) {
 				yaml += "  - name: " + p + "\n"
 			}
 			fw, snap := mustFramework(t, newAdapter(t, agents.All...), profileYAML(yaml, ""), nodes, pods)
-			if sig := fw.SignPod(t.Context(), pod("a", "1")); sig != nil {
-				t.Fatalf("signature before any answer: %s", sig)
+			// kube-scheduler signs a pod as it enters the queue: a backlog queued at its start is
+			// signed before any answer, from what the agents declare.
+			if before, after := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")); (before != nil) != tc.signs || string(before) != string(after) {
+				t.Fatalf("before any answer: signatures a %s, b %s; want them equal, and present: %v", before, after, tc.signs)
 			}
 			state := schedframework.NewCycleState()
 			_, feasible := filterAll(t, fw, snap, state, pod("a", "1"))
@@ -294,5 +296,45 @@ func TestSafeJudgesFromTheSnapshot(t *testing.T) {
 	}
 	if _, ok := rejected[target.Name]; !ok && !(o[target.Name] < o[idle.Name] && b[target.Name] < b[idle.Name]) {
 		t.Errorf("the pod assumed on %s since its statistics does not count: safe-overload %v, safe-balance %v", target.Name, o, b)
+	}
+}
+
+// TestRegistrationsDeclareWholeClusterReads: every agent whose functions read the whole cluster
+// while judging a pod says so (framework.Offer.WholeCluster), since plugin mode signs pods for
+// batching from what agents say, before any answer. Each agent's functions, with its defaults,
+// judge a pod on agentCluster's nodes; a pod signed before must still be signed after, unless the
+// agent says it reads the whole cluster (then it is signed neither before nor after).
+// telemetry is not built here: it needs a client (its TASPolicy informers), and it reads no
+// framework.Cluster at all (its own informers' nodes and policies, which no placement changes).
+func TestRegistrationsDeclareWholeClusterReads(t *testing.T) {
+	nodes, pods := agentCluster()
+	needsClient := "telemetry"
+	if !slices.ContainsFunc(agents.All, func(r framework.Registration) bool { return r.Name == needsClient }) {
+		t.Errorf("agents.All has no %s", needsClient)
+	}
+	for _, reg := range agents.All {
+		if reg.Name == needsClient {
+			continue
+		}
+		t.Run(reg.Name, func(t *testing.T) {
+			yaml := "multiPoint:\n  enabled:\n"
+			for _, f := range slices.Compact(append(slices.Clone(reg.Filters), reg.PrioritizerNames()...)) {
+				yaml += "  - name: " + f + "\n"
+			}
+			fw, snap := mustFramework(t, newAdapter(t, agents.All...), profileYAML(yaml, ""), nodes, pods)
+			pod := fixtures.Pod("a", "1", "1Gi")
+			before := fw.SignPod(t.Context(), pod)
+			if reg.WholeCluster && before != nil {
+				t.Fatalf("signed although the agent says it reads the whole cluster: %s", before)
+			}
+			state := schedframework.NewCycleState()
+			_, feasible := filterAll(t, fw, snap, state, pod)
+			if len(feasible) > 0 {
+				scoreAll(t, fw, state, pod, feasible)
+			}
+			if after := fw.SignPod(t.Context(), pod); string(after) != string(before) {
+				t.Fatalf("signature %s before judging the pod, %s after: the agent read the whole cluster without saying so (framework.Offer.WholeCluster)", before, after)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/framework"
@@ -30,6 +31,10 @@ type snapshotCluster struct {
 	// then move with any placement (see SignPod). The node-scoped methods read the node judged
 	// (framework.Cluster), whose NodeInfo batching re-checks: they leave it unset.
 	wholeRead atomic.Bool
+	// agent, when the agent does not say it reads the whole cluster (framework.Offer.WholeCluster),
+	// names it for the error markWholeRead logs if it does all the same (log).
+	agent string
+	log   klog.Logger
 	// alloc memoizes Allocated by node name and NodeInfo generation (bumped on every change).
 	alloc sync.Map // node name -> allocEntry
 }
@@ -64,8 +69,9 @@ func (c *snapshotCluster) HasSynced() bool { return true }
 // markWholeRead sets wholeRead. An agent may read the whole cluster for every pod from several
 // goroutines: a store each time would bounce wholeRead's cache line between the cores.
 func (c *snapshotCluster) markWholeRead() {
-	if !c.wholeRead.Load() {
-		c.wholeRead.Store(true)
+	if !c.wholeRead.Load() && !c.wholeRead.Swap(true) && c.agent != "" {
+		c.log.Error(nil, "The agent read the whole cluster, which its Registration does not declare (framework.Offer.WholeCluster): "+
+			"its pods are no longer signed for batching, but pods batched before may have been placed on stale answers", "agent", c.agent)
 	}
 }
 

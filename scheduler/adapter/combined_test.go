@@ -259,7 +259,7 @@ func TestCombinedArgs(t *testing.T) {
 }
 
 // TestCombinedSigns: the agents plugin signs a pod when each function's own plugin would, and
-// refuses as soon as one would refuse (pigeon-holing reads the whole cluster).
+// refuses as soon as one would refuse (pigeon-holing reads the whole cluster, and says so).
 func TestCombinedSigns(t *testing.T) {
 	nodes, pods := agentCluster()
 	pod := func(name, cpu string) *corev1.Pod { return fixtures.Pod(name, cpu, "1Gi") }
@@ -275,8 +275,10 @@ func TestCombinedSigns(t *testing.T) {
 		plugins, args, _ := combinedProfile(tc.fns)
 		t.Run(args, func(t *testing.T) {
 			fw, snap := mustFramework(t, newAdapter(t, agents.All...), profileYAML(plugins, args), nodes, pods)
-			if sig := fw.SignPod(t.Context(), pod("a", "1")); sig != nil {
-				t.Fatalf("signature before any answer: %s", sig)
+			// Before any answer too (a backlog queued at the scheduler's start): from what the
+			// agents declare (framework.Offer.WholeCluster).
+			if before, after := fw.SignPod(t.Context(), pod("a", "1")), fw.SignPod(t.Context(), pod("b", "1")); (before != nil) != tc.signs || string(before) != string(after) {
+				t.Fatalf("before any answer: signatures a %s, b %s; want them equal, and present: %v", before, after, tc.signs)
 			}
 			state := schedframework.NewCycleState()
 			_, feasible := filterAll(t, fw, snap, state, pod("a", "1"))

@@ -39,23 +39,25 @@ const podSignature = "kube-safe-scheduler.Pod(namespace,labels,annotations,owner
 // the node chosen last judged again (Filter, PreScore, Score) and the node the pod is placed on
 // filtered again. That holds for a function whose answer on a node depends on the pod and that
 // node's NodeInfo only. The adapter cannot read the agents' code, so it signs a pod (with
-// everything an agent may read of it) for a plugin that has answered once, unless
-//   - its agent has read the whole cluster (framework.Cluster's Nodes or Pods: pigeon-holing),
+// everything an agent may read of it) unless
+//   - its agent reads the whole cluster (framework.Offer.WholeCluster: pigeon-holing, gang),
 //     whose every placement may move its answers on every node (the node-scoped reads,
-//     Allocated or PodsOn, are of the node judged: framework.Cluster); or
+//     Allocated or PodsOn, are of the node judged: framework.Cluster), or has read it without
+//     saying so (framework.Cluster's Nodes or Pods; logged once as the agent's defect); or
 //   - its filter is WholeList (a verdict depends on the other nodes) and does not declare its
 //     verdicts reusable (framework.Filter.Batchable);
 //
 // then it refuses, and the scheduler runs the whole cycle for that pod. kube-scheduler signs a pod
-// when it enters the queue: a pod queued before the plugin answered is not batched.
+// when it enters the queue, so what is known before any answer decides: a backlog queued at the
+// scheduler's start is signed too.
 func (b *base) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	switch {
 	case b.fns.wholeList && !b.fns.batchable:
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the filter judges a node by the other nodes (WholeList) and does not declare its verdicts reusable (Batchable)")
-	case !b.fns.ran.Load():
-		return nil, fwk.NewStatus(fwk.Unschedulable, "the plugin has not answered yet")
+	case b.fns.wholeCluster:
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent reads the whole cluster (WholeCluster): its answers may change with every placement")
 	case b.fns.cluster != nil && b.fns.cluster.wholeRead.Load():
-		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent reads the whole cluster: its answers may change with every placement")
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the agent has read the whole cluster, though its Registration does not say so (WholeCluster)")
 	}
 	return []fwk.SignFragment{{Key: podSignature, Value: struct {
 		Namespace       string
@@ -194,9 +196,6 @@ func (a *Adapter) verdictOf(ctx context.Context, pod *corev1.Pod, fns *funcs, vs
 	if err != nil {
 		return framework.Verdict{}, err
 	}
-	if !fns.ran.Load() { // Filter runs for every node on the scheduler's parallel workers: store once
-		fns.ran.Store(true)
-	}
 	return v, nil
 }
 
@@ -243,9 +242,6 @@ func (a *Adapter) prioritize(ctx context.Context, pod *corev1.Pod, views []*core
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", name, "pod", klog.KObj(pod))
 		return nil, err
-	}
-	if !fns.ran.Load() {
-		fns.ran.Store(true)
 	}
 	if d := a.decisions; d != nil {
 		keepScores(ctx, d, pod, views, list, name, fns)

@@ -53,11 +53,13 @@ func (a *readerAgent) judge(node string) {
 	}
 }
 
-// TestSignRule: plugin mode signs a pod for kube-scheduler's opportunistic batching, once the
-// plugin has answered, for an agent that reads no cluster or only the nodes it judges (their
-// NodeInfo, which batching re-checks: framework.Cluster), and for a whole-list filter that
-// declares its verdicts Batchable; it refuses for an agent that has read the whole cluster
-// (Nodes, Pods) and for a whole-list filter that declares nothing.
+// TestSignRule: plugin mode signs a pod for kube-scheduler's opportunistic batching, from the
+// start (before any answer: a backlog queued at the scheduler's start), for an agent that reads
+// no cluster or only the nodes it judges (their NodeInfo, which batching re-checks:
+// framework.Cluster), and for a whole-list filter that declares its verdicts Batchable; it
+// refuses for an agent that says it reads the whole cluster (framework.Offer.WholeCluster) and
+// for a whole-list filter that declares nothing; and, once it has, for an agent that read the
+// whole cluster (Nodes, Pods) without saying so.
 func TestSignRule(t *testing.T) {
 	nodeScoped := func(h framework.Handle, node string) {
 		h.Cluster.Node(node)
@@ -69,21 +71,25 @@ func TestSignRule(t *testing.T) {
 		name                 string
 		read                 func(h framework.Handle, node string)
 		wholeList, batchable bool
-		signs                bool
+		// declared: the Registration says WholeCluster; signsFirst: signed before any answer.
+		declared          bool
+		signsFirst, signs bool
 	}{
-		{name: "no read", signs: true},
-		{name: "node-scoped reads", read: nodeScoped, signs: true},
-		{name: "Nodes", read: func(h framework.Handle, _ string) { h.Cluster.Nodes() }},
-		{name: "Pods", read: func(h framework.Handle, _ string) { h.Cluster.Pods() }},
+		{name: "no read", signsFirst: true, signs: true},
+		{name: "node-scoped reads", read: nodeScoped, signsFirst: true, signs: true},
+		{name: "Nodes, undeclared", read: func(h framework.Handle, _ string) { h.Cluster.Nodes() }, signsFirst: true},
+		{name: "Pods, undeclared", read: func(h framework.Handle, _ string) { h.Cluster.Pods() }, signsFirst: true},
+		{name: "Nodes, declared", read: func(h framework.Handle, _ string) { h.Cluster.Nodes() }, declared: true},
+		{name: "declared, no read", declared: true},
 		{name: "node-scoped reads, then Nodes once", read: func(h framework.Handle, node string) {
 			nodeScoped(h, node)
 			if node == fixtures.NodeName(3) {
 				h.Cluster.Nodes()
 			}
-		}},
+		}, signsFirst: true},
 		{name: "whole-list filter", wholeList: true},
-		{name: "whole-list filter, batchable", wholeList: true, batchable: true, signs: true},
-		{name: "whole-list filter, batchable, Pods", read: func(h framework.Handle, _ string) { h.Cluster.Pods() }, wholeList: true, batchable: true},
+		{name: "whole-list filter, batchable", wholeList: true, batchable: true, signsFirst: true, signs: true},
+		{name: "whole-list filter, batchable, Pods", read: func(h framework.Handle, _ string) { h.Cluster.Pods() }, wholeList: true, batchable: true, signsFirst: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reads := &atomic.Int64{}
@@ -91,7 +97,7 @@ func TestSignRule(t *testing.T) {
 				func(_ firstConfig, h framework.Handle) (*readerAgent, error) {
 					return &readerAgent{h: h, read: tc.read, reads: reads, wholeList: tc.wholeList, batchable: tc.batchable}, nil
 				},
-				framework.Offer{Filters: []string{"reader-fit"}, Prioritizers: []framework.Weighted{{Name: "reader-score", Weight: 1}}})
+				framework.Offer{Filters: []string{"reader-fit"}, Prioritizers: []framework.Weighted{{Name: "reader-score", Weight: 1}}, WholeCluster: tc.declared})
 			var nodes []*corev1.Node
 			var pods []*corev1.Pod
 			for i := range 6 {
@@ -103,8 +109,8 @@ func TestSignRule(t *testing.T) {
 			}
 			fw, snap := mustFramework(t, newAdapter(t, reg), profileYAML("multiPoint:\n  enabled:\n  - name: reader-fit\n  - name: reader-score\n", ""), nodes, pods)
 			pod := func(name, cpu string) *corev1.Pod { return fixtures.Pod(name, cpu, "1Gi") }
-			if sig := fw.SignPod(t.Context(), pod("a", "1")); sig != nil {
-				t.Fatalf("signature before any answer: %s", sig)
+			if sig := fw.SignPod(t.Context(), pod("a", "1")); (sig != nil) != tc.signsFirst {
+				t.Fatalf("before any answer: signature %s, want one: %v", sig, tc.signsFirst)
 			}
 			state := schedframework.NewCycleState()
 			_, feasible := filterAll(t, fw, snap, state, pod("a", "1"))
