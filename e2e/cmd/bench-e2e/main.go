@@ -26,6 +26,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -59,6 +60,10 @@ type mode struct {
 	// plugins, when set, is the profile's plugins: section, and the scheduler is the plugin
 	// scheduler (kube-safe-scheduler, built from scheduler/) instead of kube-scheduler.
 	plugins string
+	// noDefaultSpread turns PodTopologySpread's system default constraints off (defaultingType:
+	// List): with them, kube-scheduler signs no pod and so never batches. Such a mode's ratios are
+	// to alone-nospread.
+	noDefaultSpread bool
 }
 
 type ports struct {
@@ -127,7 +132,7 @@ func safeCongestion(p ports, cacheCapable bool) string {
 }
 
 var modes = []mode{
-	{"alone", "kube-scheduler alone", noExtenders, ""},
+	{"alone", "kube-scheduler alone", noExtenders, "", false},
 	// floor: the names mode's call pattern (a filter and a priority on one extender, a priority
 	// on another) served by the template agent, whose functions cost next to nothing: what the
 	// HTTP extender mechanism itself costs.
@@ -143,16 +148,16 @@ var modes = []mode{
   weight: 1
   nodeCacheCapable: true
 `, p.template, p.template2)
-	}, ""},
-	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }, ""},
-	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }, ""},
+	}, "", false},
+	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }, "", false},
+	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }, "", false},
 	{"pigeon", "names + pigeon-holing", func(p ports) string {
 		return safeCongestion(p, true) + fmt.Sprintf(`- urlPrefix: http://127.0.0.1:%d/scheduler
   prioritizeVerb: priorities/pigeon-holing
   weight: 1
   nodeCacheCapable: true
 `, p.pigeon)
-	}, ""},
+	}, "", false},
 	{"combined", "safe filter + combined(safe-overload, congestion), NodeNames", func(p ports) string {
 		return fmt.Sprintf(`extenders:
 - urlPrefix: http://127.0.0.1:%d/scheduler
@@ -161,13 +166,30 @@ var modes = []mode{
   weight: 2
   nodeCacheCapable: true
 `, p.combined)
-	}, ""},
+	}, "", false},
 	// Plugin mode: the same agents and weights as names and pigeon, compiled into the scheduler.
-	{"plugins", "kube-safe-scheduler: safe-overload filter+score, congestion score", noExtenders, pluginsSafeCongestion},
-	{"plugins-pigeon", "plugins + pigeon-holing", noExtenders, pluginsSafeCongestion + "      - name: pigeon-holing\n        weight: 1\n"},
+	{"plugins", "kube-safe-scheduler: safe-overload filter+score, congestion score", noExtenders, pluginsSafeCongestion, false},
+	{"plugins-pigeon", "plugins + pigeon-holing", noExtenders, pluginsSafeCongestion + "      - name: pigeon-holing\n        weight: 1\n", false},
 	// The same functions and weights in one plugin, agents (one Filter and one Score per node).
-	{"plugins-agents", "kube-safe-scheduler: agents plugin running safe-overload and congestion", noExtenders, pluginsAgents()},
-	{"plugins-agents-pigeon", "plugins-agents + pigeon-holing", noExtenders, pluginsAgents("pigeon-holing")},
+	{"plugins-agents", "kube-safe-scheduler: agents plugin running safe-overload and congestion", noExtenders, pluginsAgents(), false},
+	{"plugins-agents-pigeon", "plugins-agents + pigeon-holing", noExtenders, pluginsAgents("pigeon-holing"), false},
+	// Batching: kube-scheduler signs pods (and hands the next pod of one signature the last
+	// cycle's next best node) only with PodTopologySpread's system defaults off; alone and
+	// plugins-agents so. The hints used are counted (scheduler_batch_attempts_total).
+	{"alone-nospread", "alone, PodTopologySpread system defaults off (batching)", noExtenders, "", true},
+	{"plugins-agents-nospread", "plugins-agents, PodTopologySpread system defaults off (batching)", noExtenders, pluginsAgents(), true},
+}
+
+// profileConfig is the profile's plugins: and pluginConfig: sections of a mode.
+func (m mode) profileConfig() string {
+	if !m.noDefaultSpread {
+		return m.plugins
+	}
+	out := m.plugins
+	if !strings.Contains(out, "  pluginConfig:\n") {
+		out += "  pluginConfig:\n"
+	}
+	return out + "  - name: PodTopologySpread\n    args:\n      defaultingType: List\n"
 }
 
 func noExtenders(ports) string { return "" }
@@ -196,7 +218,7 @@ func pluginsAgents(more ...string) string {
 func main() {
 	nodeCounts := flag.String("nodes", "500,2000", "comma-separated node counts")
 	pods := flag.Int("pods", 1000, "pods scheduled per mode")
-	only := flag.String("modes", "alone,floor,names,full,pigeon,combined,plugins,plugins-pigeon,plugins-agents,plugins-agents-pigeon", "comma-separated modes to run")
+	only := flag.String("modes", "alone,floor,names,full,pigeon,combined,plugins,plugins-pigeon,plugins-agents,plugins-agents-pigeon,alone-nospread,plugins-agents-nospread", "comma-separated modes to run")
 	timeout := flag.Duration("timeout", 15*time.Minute, "longest wait for one mode's pods to be bound")
 	rounds := flag.Int("rounds", 1, "run the selected modes this many times, interleaved (a, b, a, b), so that a shared "+
 		"machine's drift spreads over every mode; with more than one, medians follow the table")
@@ -273,7 +295,7 @@ func main() {
 				}
 				before := serveTimes(p)
 				r := runMode(s, c, client, m, round, p, n, *pods, classes, *timeout)
-				serve := serveSummary(before, serveTimes(p), *pods)
+				serve := serveSummary(before, serveTimes(p), *pods) + batchText(r.batch, *pods)
 				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, scheduler %.2f CPU ms/pod, extenders %.2f CPU ms/pod, load %.1f; extender time per call: %s\n",
 					n, round, m.name, r.rate, r.schedCPU, r.extCPU, r.load, serve)
 				rows = append(rows, row{n, round, m, r, serve})
@@ -516,6 +538,9 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 // system, from /proc/<pid>/stat), and the machine's 1-minute load average at the end.
 type result struct {
 	rate, schedCPU, extCPU, load float64
+	// batch is the scheduler's scheduler_batch_attempts_total by result, read after its last
+	// binding.
+	batch map[string]float64
 }
 
 func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, classes []request, timeout time.Duration) result {
@@ -600,15 +625,13 @@ leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: my-scheduler
-` + m.plugins + m.extenders(p)
+` + m.profileConfig() + m.extenders(p)
 	opts := harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", m.name, round), Config: []byte(cfg)}
 	if m.plugins != "" {
 		opts.Binary = harness.BuildPluginScheduler(s)
 	}
-	if profileDir != "" {
-		// The profile is read anonymously, on loopback.
-		opts.Args = append(opts.Args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/profile")
-	}
+	// The metrics and the profile are read anonymously, on loopback.
+	opts.Args = append(opts.Args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/profile")
 	sched := c.StartScheduler(s, opts)
 	defer sched.Stop()
 	mu.Lock()
@@ -636,6 +659,10 @@ profiles:
 		s.Fatalf("%s: %d of %d pods bound before the timeout; scheduler log:\n%s", m.name, n, pods, sched.Tail(30))
 	}
 	<-profiled
+	batch, err := batchAttempts(sched.Port)
+	if err != nil {
+		s.Fatalf("%s: scheduler_batch_attempts_total: %v", m.name, err)
+	}
 	sched.Stop()
 	// Free the nodes for the next mode: no kubelet runs, so delete at once.
 	zero := int64(0)
@@ -651,5 +678,46 @@ profiles:
 		r.extCPU = float64(cpuLast[1]-cpuFirst[1]) * 1000 / harness.ClockTicks / float64(pods-1)
 	}
 	r.load = harness.LoadAverage()
+	r.batch = batch
 	return r
+}
+
+// batchAttempts reads the scheduler's scheduler_batch_attempts_total, by result (hint_used and
+// the reasons a hint was not).
+func batchAttempts(port int) (map[string]float64, error) {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed certificate, on loopback
+	}}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: status %d", resp.StatusCode)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		rest, found := strings.CutPrefix(sc.Text(), "scheduler_batch_attempts_total{")
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !found || !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler_batch_attempts_total{%s}: %v", labels, err)
+		}
+		out[labelValue(labels, "result")] += v
+	}
+	return out, sc.Err()
+}
+
+// batchText gives the batching hints used of the pods, when any attempt was counted.
+func batchText(b map[string]float64, pods int) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; batching hints used %.0f of %d pods", b["hint_used"], pods)
 }

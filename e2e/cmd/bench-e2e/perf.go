@@ -26,10 +26,10 @@ import (
 var perfCases = map[string]struct{ about, base string }{
 	"SchedulingBasic":        {"scheduler_perf SchedulingBasic, default profile", "AnnotatedDefault"},
 	"AnnotatedDefault":       {"scheduler_perf on annotated nodes, default profile", "AnnotatedDefault"},
-	"AnnotatedPlugins":       {"scheduler_perf on annotated nodes, safe-overload + congestion plugins", "AnnotatedDefault"},
-	"AnnotatedPluginsPigeon": {"scheduler_perf on annotated nodes, plugins + pigeon-holing", "AnnotatedDefault"},
+	"AnnotatedPlugins":       {"scheduler_perf on annotated nodes, agents plugin: safe-overload + congestion", "AnnotatedDefault"},
+	"AnnotatedPluginsPigeon": {"scheduler_perf on annotated nodes, agents plugin: safe-overload + congestion + pigeon-holing", "AnnotatedDefault"},
 	"AnnotatedChurnDefault":  {"scheduler_perf on annotated nodes with mixed churn, default profile", "AnnotatedChurnDefault"},
-	"AnnotatedChurnPlugins":  {"scheduler_perf on annotated nodes with mixed churn, safe-overload + congestion plugins", "AnnotatedChurnDefault"},
+	"AnnotatedChurnPlugins":  {"scheduler_perf on annotated nodes with mixed churn, agents plugin: safe-overload + congestion", "AnnotatedChurnDefault"},
 }
 
 const perfPrefix = "perf:"
@@ -61,6 +61,9 @@ func perfModes(list string) ([]mode, error) {
 func baseOf(name string) string {
 	if c, ok := strings.CutPrefix(name, perfPrefix); ok {
 		return perfPrefix + perfCases[c].base
+	}
+	if strings.HasSuffix(name, "-nospread") {
+		return "alone-nospread"
 	}
 	return "alone"
 }
