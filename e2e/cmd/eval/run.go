@@ -706,6 +706,11 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	if s.Learner && running != nil {
 		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: %s\n", w.Name, s.Name, seed, estimateCoverage(ctx, running))
 	}
+	if list, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: at the end, %s\n", w.Name, s.Name, seed, pendingReasons(list.Items))
+	} else {
+		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: listing the pods at the end: %v\n", w.Name, s.Name, seed, err)
+	}
 	res.Figures = Accumulate(samples)
 	res.PodSeries = promCount(prom, "container_memory_working_set_bytes")
 	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()

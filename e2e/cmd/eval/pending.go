@@ -1,0 +1,100 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// pendingReasons says why the pods still pending were not placed, from their PodScheduled
+// condition (kube-scheduler's "0/200 nodes are available: 150 Insufficient memory, 50 <a
+// plugin's reason>..." message): how many pods wait, and, per reason with its numbers blanked
+// (so that safe's per-node risks make one reason), the nodes it rejected per pending pod, the
+// most first. A pod that no cycle judged yet (no condition) counts as "not judged yet".
+func pendingReasons(pods []corev1.Pod) string {
+	nodes := map[string]int{}
+	pending, unjudged := 0, 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		pending++
+		msg := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				msg = c.Message
+			}
+		}
+		counts := rejections(msg)
+		if len(counts) == 0 {
+			unjudged++
+		}
+		for r, n := range counts {
+			nodes[r] += n
+		}
+	}
+	if pending == 0 {
+		return "no pod pending"
+	}
+	reasons := slices.SortedFunc(maps.Keys(nodes), func(a, b string) int { return cmp.Or(cmp.Compare(nodes[b], nodes[a]), cmp.Compare(a, b)) })
+	var parts []string
+	for _, r := range reasons[:min(len(reasons), 6)] {
+		parts = append(parts, fmt.Sprintf("%.1f %s", float64(nodes[r])/float64(pending), r))
+	}
+	out := fmt.Sprintf("%d pods pending (%d not judged yet); nodes rejected per pending pod, by reason: %s", pending, unjudged, strings.Join(parts, ", "))
+	if len(reasons) > 6 {
+		out += fmt.Sprintf(" (and %d more reasons)", len(reasons)-6)
+	}
+	return out
+}
+
+var (
+	numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+	counted = regexp.MustCompile(`^([0-9]+) (.*)$`)
+)
+
+// rejections parses kube-scheduler's FitError message into the nodes rejected per reason, the
+// reasons' numbers blanked ("#") and anything in parentheses dropped; the preemption part is
+// left out.
+func rejections(msg string) map[string]int {
+	msg, _, _ = strings.Cut(msg, ". preemption:")
+	_, list, ok := strings.Cut(msg, " nodes are available: ")
+	if !ok {
+		return nil
+	}
+	list = strings.TrimSuffix(list, ".")
+	// Reasons hold ", " themselves (safe's "(mu 0.81, sigma 0.12, ...)"): a part that does not
+	// start with a count continues the previous one.
+	var items []string
+	for _, part := range strings.Split(list, ", ") {
+		if counted.MatchString(part) || len(items) == 0 {
+			items = append(items, part)
+		} else {
+			items[len(items)-1] += ", " + part
+		}
+	}
+	out := map[string]int{}
+	for _, it := range items {
+		m := counted.FindStringSubmatch(it)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		out[blank(m[2])] += n
+	}
+	return out
+}
+
+var parens = regexp.MustCompile(`\s*\([^)]*\)`)
+
+func blank(reason string) string {
+	reason = parens.ReplaceAllString(reason, "")
+	reason = numbers.ReplaceAllString(reason, "#")
+	return strings.Join(strings.Fields(reason), " ")
+}
