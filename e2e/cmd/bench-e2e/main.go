@@ -34,6 +34,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,12 +269,19 @@ func main() {
 		serve string
 	}
 	var rows []row
+	// The cluster and the extenders are for the modes: scheduler_perf's cases start their own.
+	needCluster := slices.ContainsFunc(modes, func(m mode) bool { return selected[m.name] })
 	for _, n := range counts {
-		c := harness.StartCluster(s)
-		client := fastClient(s, c.Config)
-		fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes: creating nodes\n", n)
-		createNodes(s, c, n)
-		p := startExtenders(s, c)
+		var c *harness.Cluster
+		var client kubernetes.Interface
+		var p ports
+		if needCluster {
+			c = harness.StartCluster(s)
+			client = fastClient(s, c.Config)
+			fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes: creating nodes\n", n)
+			createNodes(s, c, n)
+			p = startExtenders(s, c)
+		}
 		for round := 1; round <= *rounds; round++ {
 			for _, m := range all {
 				if !selected[m.name] {
