@@ -252,6 +252,32 @@ func CPUTicks(pid int) int64 {
 	return utime + stime
 }
 
+// Memory returns a process's resident memory and its peak, in MiB (VmRSS and VmHWM of
+// /proc/<pid>/status).
+func Memory(pid int) (rss, peak float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			peak = kb / 1024
+		}
+	}
+	if rss == 0 || peak == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status gives no VmRSS or VmHWM", pid)
+	}
+	return rss, peak, nil
+}
+
 // LoadAverage returns the machine's 1-minute load average, 0 when unknown.
 func LoadAverage() float64 {
 	b, err := os.ReadFile("/proc/loadavg")

@@ -304,8 +304,8 @@ func main() {
 				before := serveTimes(p)
 				r := runMode(s, c, client, m, round, p, n, *pods, classes, *timeout)
 				serve := serveSummary(before, serveTimes(p), *pods) + batchText(r.batch, *pods)
-				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, scheduler %.2f CPU ms/pod, extenders %.2f CPU ms/pod, load %.1f; extender time per call: %s\n",
-					n, round, m.name, r.rate, r.schedCPU, r.extCPU, r.load, serve)
+				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, scheduler %.2f CPU ms/pod, peak RSS %.0f MiB, extenders %.2f CPU ms/pod, load %.1f; extender time per call: %s\n",
+					n, round, m.name, r.rate, r.schedCPU, r.peak, r.extCPU, r.load, serve)
 				rows = append(rows, row{n, round, m, r, serve})
 			}
 		}
@@ -322,8 +322,8 @@ func main() {
 			"perf:AnnotatedChurnDefault with churn).")
 		fmt.Println()
 	}
-	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | extenders CPU ms/pod | load | extender's own time per call (mean) |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | scheduler peak RSS MiB | extenders CPU ms/pod | load | extender's own time per call (mean) |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
 	type key struct {
 		nodes, round int
 		mode         string
@@ -344,8 +344,8 @@ func main() {
 		if *rounds > 1 {
 			label = fmt.Sprintf("%s, round %d", r.mode.name, r.round)
 		}
-		fmt.Printf("| %d | %s (%s) | %.1f | %s | %.2f | %s | %.2f | %.1f | %s |\n", r.nodes, label, r.mode.about, r.rate, ratio(r.rate, b.rate),
-			r.schedCPU, ratio(r.schedCPU, b.schedCPU), r.extCPU, r.load, r.serve)
+		fmt.Printf("| %d | %s (%s) | %.1f | %s | %.2f | %s | %s | %.2f | %.1f | %s |\n", r.nodes, label, r.mode.about, r.rate, ratio(r.rate, b.rate),
+			r.schedCPU, ratio(r.schedCPU, b.schedCPU), peakText(r.peak), r.extCPU, r.load, r.serve)
 	}
 	if *rounds < 2 {
 		return
@@ -353,16 +353,17 @@ func main() {
 	// Medians over the rounds, and each mode's ratios to alone and names measured in the same
 	// round.
 	fmt.Printf("\nMedians over %d rounds\n\n", *rounds)
-	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | extenders CPU ms/pod | pods/s ratio to names | load |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| nodes | mode | pods/s | ratio to alone | scheduler CPU ms/pod | CPU ratio to alone | scheduler peak RSS MiB | extenders CPU ms/pod | pods/s ratio to names | load |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range counts {
 		for _, m := range all {
-			var rates, toAlone, cpu, cpuToAlone, ext, toNames, load []float64
+			var rates, toAlone, cpu, cpuToAlone, peak, ext, toNames, load []float64
 			for _, r := range rows {
 				if r.nodes != n || r.mode.name != m.name {
 					continue
 				}
 				rates, cpu, ext, load = append(rates, r.rate), append(cpu, r.schedCPU), append(ext, r.extCPU), append(load, r.load)
+				peak = append(peak, r.peak)
 				if b := results[key{n, r.round, baseOf(m.name)}]; b.rate > 0 && b.schedCPU > 0 {
 					toAlone, cpuToAlone = append(toAlone, r.rate/b.rate), append(cpuToAlone, r.schedCPU/b.schedCPU)
 				}
@@ -371,8 +372,8 @@ func main() {
 				}
 			}
 			if len(rates) > 0 {
-				fmt.Printf("| %d | %s | %.1f | %s | %.2f | %s | %.2f | %s | %.1f |\n", n, m.name, median(rates), medianText(toAlone),
-					median(cpu), medianText(cpuToAlone), median(ext), medianText(toNames), median(load))
+				fmt.Printf("| %d | %s | %.1f | %s | %.2f | %s | %s | %.2f | %s | %.1f |\n", n, m.name, median(rates), medianText(toAlone),
+					median(cpu), medianText(cpuToAlone), peakText(median(peak)), median(ext), medianText(toNames), median(load))
 			}
 		}
 	}
@@ -547,8 +548,9 @@ func startExtenders(s *harness.Session, c *harness.Cluster) ports {
 type result struct {
 	rate, schedCPU, extCPU, load float64
 	// batch is the scheduler's scheduler_batch_attempts_total by result, read after its last
-	// binding.
+	// binding; peak is the scheduler's peak resident memory then (VmHWM), in MiB.
 	batch map[string]float64
+	peak  float64
 }
 
 func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, classes []request, timeout time.Duration) result {
@@ -671,6 +673,10 @@ profiles:
 	if err != nil {
 		s.Fatalf("%s: scheduler_batch_attempts_total: %v", m.name, err)
 	}
+	_, peak, err := harness.Memory(sched.Pid())
+	if err != nil {
+		s.Fatalf("%s: the scheduler's memory: %v", m.name, err)
+	}
 	sched.Stop()
 	// Free the nodes for the next mode: no kubelet runs, so delete at once.
 	zero := int64(0)
@@ -686,7 +692,7 @@ profiles:
 		r.extCPU = float64(cpuLast[1]-cpuFirst[1]) * 1000 / harness.ClockTicks / float64(pods-1)
 	}
 	r.load = harness.LoadAverage()
-	r.batch = batch
+	r.batch, r.peak = batch, peak
 	return r
 }
 
@@ -720,6 +726,15 @@ func batchAttempts(port int) (map[string]float64, error) {
 		out[labelValue(labels, "result")] += v
 	}
 	return out, sc.Err()
+}
+
+// peakText gives a peak RSS in MiB, "-" when none was read (scheduler_perf's cases, whose
+// process holds its kube-apiserver too).
+func peakText(mib float64) string {
+	if mib <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", mib)
 }
 
 // batchText gives the batching hints used of the pods, when any attempt was counted.

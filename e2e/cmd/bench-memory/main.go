@@ -285,22 +285,9 @@ type memory struct{ rss, hwm, heap float64 }
 
 func readMemory(s *harness.Session, e *harness.Extender, when string) memory {
 	var m memory
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.Pid()))
-	if err != nil {
+	var err error
+	if m.rss, m.hwm, err = harness.Memory(e.Pid()); err != nil {
 		s.Fatalf("extender's memory: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 || f[2] != "kB" {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "VmRSS:":
-			m.rss = kb / 1024
-		case "VmHWM:":
-			m.hwm = kb / 1024
-		}
 	}
 	status, body, err := e.Get(s.Context(), "/metrics")
 	if err != nil || status != 200 {
