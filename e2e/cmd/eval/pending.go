@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,24 +17,31 @@ import (
 // condition (kube-scheduler's "0/200 nodes are available: 150 Insufficient memory, 50 <a
 // plugin's reason>..." message): how many pods wait, and, per reason with its numbers blanked
 // (so that safe's per-node risks make one reason), the nodes it rejected per pending pod, the
-// most first. A pod that no cycle judged yet (no condition) counts as "not judged yet".
-func pendingReasons(pods []corev1.Pod) string {
+// most first. A pod that no cycle judged yet (no condition) counts as "not judged yet"; a pod
+// whose condition is no FitError (an error, a Permit's rejection) is counted by its message.
+func pendingReasons(pods []corev1.Pod, now time.Time) string {
 	nodes := map[string]int{}
+	other := map[string]int{} // pods whose condition's message is not a FitError, by message
 	pending, unjudged := 0, 0
+	var ages []time.Duration // of the pods not judged yet
 	for _, p := range pods {
 		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
 			continue
 		}
 		pending++
-		msg := ""
+		msg, judged := "", false
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				msg = c.Message
+				msg, judged = c.Message, true
 			}
 		}
 		counts := rejections(msg)
-		if len(counts) == 0 {
+		switch {
+		case !judged:
 			unjudged++
+			ages = append(ages, now.Sub(p.CreationTimestamp.Time))
+		case len(counts) == 0: // not a FitError: an error, or a rejection after Filter
+			other[blank(cut(msg, 100))]++
 		}
 		for r, n := range counts {
 			nodes[r] += n
@@ -47,12 +55,23 @@ func pendingReasons(pods []corev1.Pod) string {
 	for _, r := range reasons[:min(len(reasons), 6)] {
 		parts = append(parts, fmt.Sprintf("%.1f %s", float64(nodes[r])/float64(pending), r))
 	}
-	out := fmt.Sprintf("%d pods pending (%d not judged yet); nodes rejected per pending pod, by reason: %s", pending, unjudged, strings.Join(parts, ", "))
+	judgedText := ""
+	if len(ages) > 0 {
+		slices.Sort(ages)
+		judgedText = fmt.Sprintf(", created %s to %s ago in real time, median %s", ages[0].Round(time.Second), ages[len(ages)-1].Round(time.Second), ages[len(ages)/2].Round(time.Second))
+	}
+	out := fmt.Sprintf("%d pods pending (%d not judged yet%s); nodes rejected per pending pod, by reason: %s", pending, unjudged, judgedText, strings.Join(parts, ", "))
 	if len(reasons) > 6 {
 		out += fmt.Sprintf(" (and %d more reasons)", len(reasons)-6)
 	}
+	for _, m := range slices.SortedFunc(maps.Keys(other), func(a, b string) int { return cmp.Or(cmp.Compare(other[b], other[a]), cmp.Compare(a, b)) }) {
+		out += fmt.Sprintf("; %d pods: %q", other[m], m)
+	}
 	return out
 }
+
+// cut returns s's first n bytes at most.
+func cut(s string, n int) string { return s[:min(len(s), n)] }
 
 var (
 	numbers = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)

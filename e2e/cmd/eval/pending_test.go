@@ -2,9 +2,11 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestRejections(t *testing.T) {
@@ -27,8 +29,10 @@ func TestRejections(t *testing.T) {
 }
 
 func TestPendingReasons(t *testing.T) {
+	now := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
 	pod := func(node string, msg string) corev1.Pod {
 		p := corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+		p.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
 		if msg != "" {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: msg}}
 		}
@@ -39,13 +43,16 @@ func TestPendingReasons(t *testing.T) {
 		pod("", "0/4 nodes are available: 3 Insufficient memory, 1 Too many pods."),
 		pod("", "0/4 nodes are available: 1 Insufficient memory, 3 cpu risk 0.5 > 0.3 (mu 0.9, sigma 0.1)."),
 		pod("", ""), // not judged yet
+		pod("", "running PreFilter plugin \"agents\": timed out after 12s"),
 	}
-	// 3 pending: Insufficient memory 4 nodes, cpu risk 3, Too many pods 1, over 3 pods.
-	want := "3 pods pending (1 not judged yet); nodes rejected per pending pod, by reason: 1.3 Insufficient memory, 1.0 cpu risk # > #, 0.3 Too many pods"
-	if got := pendingReasons(pods); got != want {
+	// 4 pending: Insufficient memory 4 nodes, cpu risk 3, Too many pods 1, over 4 pods; one
+	// error.
+	want := "4 pods pending (1 not judged yet, created 1m30s to 1m30s ago in real time, median 1m30s); nodes rejected per pending pod, by reason: 1.0 Insufficient memory, 0.8 cpu risk # > #, 0.2 Too many pods; " +
+		`1 pods: "running PreFilter plugin \"agents\": timed out after #s"`
+	if got := pendingReasons(pods, now); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	if got := pendingReasons(pods[:1]); got != "no pod pending" {
+	if got := pendingReasons(pods[:1], now); got != "no pod pending" {
 		t.Errorf("no pod pending: got %s", got)
 	}
 }

@@ -707,7 +707,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: %s\n", w.Name, s.Name, seed, estimateCoverage(ctx, running))
 	}
 	if list, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
-		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: at the end, %s\n", w.Name, s.Name, seed, pendingReasons(list.Items))
+		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: at the end, %s\n", w.Name, s.Name, seed, pendingReasons(list.Items, time.Now()))
 	} else {
 		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: listing the pods at the end: %v\n", w.Name, s.Name, seed, err)
 	}
