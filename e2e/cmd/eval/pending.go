@@ -2,8 +2,11 @@ package main
 
 import (
 	"cmp"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -116,4 +119,72 @@ func blank(reason string) string {
 	reason = parens.ReplaceAllString(reason, "")
 	reason = numbers.ReplaceAllString(reason, "#")
 	return strings.Join(strings.Fields(reason), " ")
+}
+
+// metricsAllowed lets the run's end read the scheduler's /metrics anonymously, on loopback.
+const metricsAllowed = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+
+// queueSummary says, from the scheduler's /metrics at port, its scheduling attempts by result,
+// the pods waiting by queue, and the events that moved the most pods back to be retried: how
+// busy retries kept it (a failure to read is said, not fatal).
+func queueSummary(port int) string {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed certificate, on loopback
+	}}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return "reading /metrics: " + err.Error()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "reading /metrics: " + resp.Status
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "reading /metrics: " + err.Error()
+	}
+	return summarizeQueue(string(body))
+}
+
+// summarizeQueue is queueSummary's reading of a /metrics body.
+func summarizeQueue(body string) string {
+	attempts, pending, moved := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if !ok || err != nil {
+			continue
+		}
+		switch name {
+		case "scheduler_schedule_attempts_total":
+			attempts[label(labels, "result")] += v
+		case "scheduler_pending_pods":
+			pending[label(labels, "queue")] += v
+		case "scheduler_queue_incoming_pods_total":
+			if q := label(labels, "queue"); q == "active" || q == "backoff" {
+				moved[label(labels, "event")] += v
+			}
+		}
+	}
+	top := slices.SortedFunc(maps.Keys(moved), func(a, b string) int { return cmp.Or(cmp.Compare(moved[b], moved[a]), cmp.Compare(a, b)) })
+	var events []string
+	for _, e := range top[:min(len(top), 4)] {
+		events = append(events, fmt.Sprintf("%s %.0f", e, moved[e]))
+	}
+	return fmt.Sprintf("attempts scheduled %.0f, unschedulable %.0f, error %.0f; pending active %.0f, backoff %.0f, unschedulable %.0f, gated %.0f; pods queued by event: %s",
+		attempts["scheduled"], attempts["unschedulable"], attempts["error"], pending["active"], pending["backoff"], pending["unschedulable"], pending["gated"], strings.Join(events, ", "))
+}
+
+// label returns the value of label name in a metric's labels.
+func label(labels, name string) string {
+	_, rest, ok := strings.Cut(labels, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
 }

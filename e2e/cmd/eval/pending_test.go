@@ -56,3 +56,22 @@ func TestPendingReasons(t *testing.T) {
 		t.Errorf("no pod pending: got %s", got)
 	}
 }
+
+func TestSummarizeQueue(t *testing.T) {
+	body := `# HELP scheduler_schedule_attempts_total x
+scheduler_schedule_attempts_total{profile="lab",result="scheduled"} 4000
+scheduler_schedule_attempts_total{profile="lab",result="unschedulable"} 9000
+scheduler_pending_pods{queue="active"} 700
+scheduler_pending_pods{queue="backoff"} 12
+scheduler_pending_pods{queue="unschedulable"} 400
+scheduler_pending_pods{queue="gated"} 0
+scheduler_queue_incoming_pods_total{event="NodeUpdate",queue="backoff"} 300
+scheduler_queue_incoming_pods_total{event="NodeUpdate",queue="active"} 20
+scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 4948
+scheduler_queue_incoming_pods_total{event="ScheduleAttemptFailure",queue="unschedulable"} 9000
+`
+	want := "attempts scheduled 4000, unschedulable 9000, error 0; pending active 700, backoff 12, unschedulable 400, gated 0; pods queued by event: PodAdd 4948, NodeUpdate 320"
+	if got := summarizeQueue(body); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -536,15 +536,16 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	// The scheduler.
 	schedName := labSchedulerName
 	var running *harness.RunningDeployment
+	var schedPort int // the scheduler's secure port, whose /metrics the run's end reads
 	if s.Config != "" {
-		opts := harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config)}
+		opts := harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config), Args: []string{metricsAllowed}}
 		if s.Trimaran {
 			opts.Binary = harness.BuildLabScheduler(t)
 			for k, v := range trimaranEnv(rc, prom) {
 				opts.Env = append(opts.Env, k+"="+v)
 			}
 		}
-		c.StartScheduler(t, opts)
+		schedPort = c.StartScheduler(t, opts).Port
 	} else {
 		root, _ := harness.RepoRoot()
 		c.ApplyCRDFile(t, filepath.Join(root, "yamlfiles", "podgroup-crd.yaml"))
@@ -578,7 +579,8 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		if schedName, err = profileName(d.SchedulerConfig); err != nil {
 			t.Fatalf("%s: %v", s.File, err)
 		}
-		running = c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env)})
+		running = c.RunDeployment(t, d, harness.RunOptions{Env: sidecarEnv(rc, d, s.Env), SchedulerArgs: []string{metricsAllowed}})
+		schedPort = running.Scheduler.Port
 	}
 
 	if s.Descheduler {
@@ -706,6 +708,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	if s.Learner && running != nil {
 		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: %s\n", w.Name, s.Name, seed, estimateCoverage(ctx, running))
 	}
+	fmt.Fprintf(rc.Progress, "  %s/%s seed %d: the scheduler's queue: %s\n", w.Name, s.Name, seed, queueSummary(schedPort))
 	if list, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
 		fmt.Fprintf(rc.Progress, "  %s/%s seed %d: at the end, %s\n", w.Name, s.Name, seed, pendingReasons(list.Items, time.Now()))
 	} else {
