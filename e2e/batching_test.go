@@ -38,23 +38,14 @@ func batchAttempts(t *testing.T, port int) map[string]float64 {
 				continue
 			}
 			v, _ := strconv.ParseFloat(value, 64)
-			key := labelValue(labels, "result")
+			key := harness.LabelValue(labels, "result")
 			if key == "" {
-				key = "flushed:" + labelValue(labels, "reason")
+				key = "flushed:" + harness.LabelValue(labels, "reason")
 			}
-			out[labelValue(labels, "profile")+"/"+key] += v
+			out[harness.LabelValue(labels, "profile")+"/"+key] += v
 		}
 	}
 	return out
-}
-
-func labelValue(labels, name string) string {
-	_, rest, ok := strings.Cut(labels, name+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
 }
 
 // TestPluginsOpportunisticBatching: with one pod per node (a host port), kube-scheduler's

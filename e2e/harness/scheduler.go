@@ -131,3 +131,14 @@ func RewriteExtenderURLs(config []byte, rewrite func(urlPrefix string) (string, 
 	}
 	return yaml.Marshal(m)
 }
+
+// LabelValue returns the value of label name in a Prometheus sample's labels (the text between
+// its braces), "" when it has none.
+func LabelValue(labels, name string) string {
+	_, rest, ok := strings.Cut(labels, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, `"`)
+	return v
+}

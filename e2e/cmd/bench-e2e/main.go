@@ -99,7 +99,7 @@ func serveTimes(p ports) map[string][2]float64 {
 				if !ok || err != nil {
 					continue
 				}
-				key := labelValue(labels, "agent") + "/" + labelValue(labels, "function") + "/" + labelValue(labels, "verb")
+				key := harness.LabelValue(labels, "agent") + "/" + harness.LabelValue(labels, "function") + "/" + harness.LabelValue(labels, "verb")
 				e := out[key]
 				e[k] += v
 				out[key] = e
@@ -107,15 +107,6 @@ func serveTimes(p ports) map[string][2]float64 {
 		}
 	}
 	return out
-}
-
-func labelValue(labels, name string) string {
-	_, rest, ok := strings.Cut(labels, name+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
 }
 
 func safeCongestion(p ports, cacheCapable bool) string {
@@ -723,7 +714,7 @@ func batchAttempts(port int) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scheduler_batch_attempts_total{%s}: %v", labels, err)
 		}
-		out[labelValue(labels, "result")] += v
+		out[harness.LabelValue(labels, "result")] += v
 	}
 	return out, sc.Err()
 }

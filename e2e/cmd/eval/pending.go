@@ -14,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
 // pendingReasons says why the pods still pending were not placed, from their PodScheduled
@@ -161,12 +163,12 @@ func summarizeQueue(body string) string {
 		}
 		switch name {
 		case "scheduler_schedule_attempts_total":
-			attempts[label(labels, "result")] += v
+			attempts[harness.LabelValue(labels, "result")] += v
 		case "scheduler_pending_pods":
-			pending[label(labels, "queue")] += v
+			pending[harness.LabelValue(labels, "queue")] += v
 		case "scheduler_queue_incoming_pods_total":
-			if q := label(labels, "queue"); q == "active" || q == "backoff" {
-				moved[label(labels, "event")] += v
+			if q := harness.LabelValue(labels, "queue"); q == "active" || q == "backoff" {
+				moved[harness.LabelValue(labels, "event")] += v
 			}
 		}
 	}
@@ -177,14 +179,4 @@ func summarizeQueue(body string) string {
 	}
 	return fmt.Sprintf("attempts scheduled %.0f, unschedulable %.0f, error %.0f; pending active %.0f, backoff %.0f, unschedulable %.0f, gated %.0f; pods queued by event: %s",
 		attempts["scheduled"], attempts["unschedulable"], attempts["error"], pending["active"], pending["backoff"], pending["unschedulable"], pending["gated"], strings.Join(events, ", "))
-}
-
-// label returns the value of label name in a metric's labels.
-func label(labels, name string) string {
-	_, rest, ok := strings.Cut(labels, name+`="`)
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(rest, `"`)
-	return v
 }
