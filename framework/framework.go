@@ -60,6 +60,14 @@ type Prioritizer struct {
 	Func PrioritizeFunc
 	// Aliases are more verbs serving the same function (see Filter.Aliases). Optional.
 	Aliases []string
+	// WholeList: the score of a node depends on the other nodes scored in the same call (a
+	// ranking or a normalization over them: telemetry's scheduleonmetric, pigeon's objective,
+	// safe's relative balance). Plugin mode then scores every feasible node in one call in
+	// PreScore; otherwise it scores them chunk by chunk as kube-scheduler asks in Score, so that
+	// opportunistic batching, which asks again for the score of the one node it chose last,
+	// costs one chunk instead of every candidate. Scoring any subset of the nodes must give each
+	// node the score it gets in one call over all of them, unless this is set.
+	WholeList bool
 }
 
 // FilterFunc judges every node for pod and returns exactly one Verdict per node, in the order

@@ -99,7 +99,8 @@ func (a *Agent) Filters() []framework.Filter { return nil }
 
 // Prioritizers implements framework.Agent.
 func (a *Agent) Prioritizers() []framework.Prioritizer {
-	return []framework.Prioritizer{{Name: PriorityPigeonHoling, Func: a.prioritize}}
+	return []framework.Prioritizer{{Name: PriorityPigeonHoling, Func: a.prioritize,
+		WholeList: true}} // scores span the nodes scored together (scores); each call observes the pod once
 }
 
 // prioritize scores each node by the objective's value with the pod placed on it: 10 for the

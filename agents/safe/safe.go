@@ -66,6 +66,10 @@ type Agent struct {
 	// placed since a node's statistics; byRequest tells it is requestEstimator, whose estimate
 	// is also the pod's request.
 	estimator Estimator
+	// lastEstimate is the estimate of the pod asked last, at the estimator's version then:
+	// plugin mode asks about one pod (one object) in several calls, a chunk of nodes each, and
+	// an estimate is the same for the same pod while Version does not change (Estimator).
+	lastEstimate atomic.Pointer[podEstimate]
 	byRequest bool
 	// follow fills the learned estimator from the usage learner's store (nil unless Estimate
 	// is learned); Start starts it.
@@ -197,9 +201,22 @@ type call struct {
 	indexed bool
 }
 
+// podEstimate is a pod's estimate at an estimator's version.
+type podEstimate struct {
+	pod     *corev1.Pod
+	version uint64
+	e       Estimate
+}
+
 func (a *Agent) newCall(pod *corev1.Pod) *call {
 	v := a.estimator.Version() // before the estimate: an answer is never keyed by a newer version than it read
-	e := a.estimator.Estimate(pod)
+	var e Estimate
+	if l := a.lastEstimate.Load(); l != nil && l.pod == pod && l.version == v {
+		e = l.e
+	} else {
+		e = a.estimator.Estimate(pod)
+		a.lastEstimate.Store(&podEstimate{pod: pod, version: v, e: e})
+	}
 	return &call{d: demandOf(e), fit: demand{cpu: e.RequestCPU, memory: e.RequestMemory}, now: a.now(),
 		pod: pod, learned: e.Learned, source: e.Source, version: v}
 }

@@ -13,7 +13,8 @@ import (
 func (a *Agent) Prioritizers() []framework.Prioritizer {
 	return []framework.Prioritizer{
 		{Name: PriorityOverload, Func: a.scoreOverload},
-		{Name: PriorityBalance, Func: a.scoreBalance},
+		// The relative balance ranks the nodes scored together (RelativeScores).
+		{Name: PriorityBalance, Func: a.scoreBalance, WholeList: a.cfg.BalanceScale == BalanceRelative},
 	}
 }
 

@@ -200,7 +200,8 @@ func (a *Agent) Filters() []framework.Filter {
 
 // Prioritizers implements framework.Agent.
 func (a *Agent) Prioritizers() []framework.Prioritizer {
-	return []framework.Prioritizer{{Name: PriorityPolicy, Func: a.score, Aliases: []string{TASPrioritizeVerb}}}
+	return []framework.Prioritizer{{Name: PriorityPolicy, Func: a.score, Aliases: []string{TASPrioritizeVerb},
+		WholeList: true}} // scheduleonmetric ranks the nodes scored together (Scores)
 }
 
 // policySyncTimeout bounds Start's wait for the first list of policies.

@@ -225,6 +225,10 @@ type funcs struct {
 	wholeList, batchable bool
 	forList              func(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error)
 	prioritize           framework.PrioritizeFunc
+	// scoresWholeList: the prioritize function scores a node by the other nodes scored with it
+	// (framework.Prioritizer.WholeList), so PreScore scores every feasible node in one call;
+	// otherwise Score asks chunk by chunk (chunkScores).
+	scoresWholeList bool
 	// cluster is the agent's Cluster, which records whether the agent has read all of it;
 	// wholeCluster: the agent says it does (framework.Offer.WholeCluster).
 	cluster      *snapshotCluster
@@ -337,7 +341,7 @@ func (a *Adapter) build(ctx context.Context, slot *agentSlot, reg framework.Regi
 
 // bind points fns at the functions called name of the slot's agent.
 func (s *agentSlot) bind(name string, fns *funcs) error {
-	fns.filter, fns.wholeList, fns.batchable, fns.forList, fns.prioritize, fns.requeue = nil, false, false, nil, nil, nil
+	fns.filter, fns.wholeList, fns.batchable, fns.forList, fns.prioritize, fns.scoresWholeList, fns.requeue = nil, false, false, nil, nil, false, nil
 	fns.cluster, fns.wholeCluster = s.cluster, s.wholeCluster
 	fns.agent, fns.explainer = s.agent.Name(), nil
 	if ex, ok := s.agent.(framework.Explainer); ok {
@@ -356,7 +360,7 @@ func (s *agentSlot) bind(name string, fns *funcs) error {
 	}
 	for _, p := range s.agent.Prioritizers() {
 		if p.Name == name {
-			fns.prioritize = p.Func
+			fns.prioritize, fns.scoresWholeList = p.Func, p.WholeList
 		}
 	}
 	if fns.filter == nil && fns.prioritize == nil {
@@ -414,11 +418,12 @@ type listViews struct {
 	list *nodeList
 }
 
-// nodeList is one list of nodes with their views and each node's position in it. It is never
-// modified once built.
+// nodeList is one list of nodes with their views and each node's position in it, by the
+// scheduler's node object (a pointer hashes faster than a name, and a node object found is the
+// one listed). It is never modified once built.
 type nodeList struct {
 	src, views []*corev1.Node
-	pos        map[string]int32
+	pos        map[*corev1.Node]int32
 }
 
 // nodeList returns the views of the nodes of infos, from the cached list when infos holds the
@@ -438,10 +443,10 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 			return l, true
 		}
 	}
-	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[string]int32, len(infos))}
+	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[*corev1.Node]int32, len(infos))}
 	for _, ni := range infos {
 		if n := ni.Node(); n != nil {
-			l.pos[n.Name] = int32(len(l.src))
+			l.pos[n] = int32(len(l.src))
 			l.src, l.views = append(l.src, n), append(l.views, a.view(n))
 		}
 	}

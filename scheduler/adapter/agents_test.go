@@ -65,33 +65,44 @@ func (c staticCluster) Allocated(node string) framework.Amounts {
 // agentCluster is a cluster every agent has something to say about: usage statistics for safe
 // (some nodes too busy), congestion factors, template labels and scores, and pods bound to the
 // nodes for pigeon.
-func agentCluster() ([]*corev1.Node, []*corev1.Pod) {
+func agentCluster() ([]*corev1.Node, []*corev1.Pod) { return agentClusterOf(12) }
+
+// agentClusterOf is agentCluster's kind of cluster with count nodes, their statistics spread from the
+// first node's to the last's (the twelfth's of agentCluster) over the whole list, and for counts other
+// than 12 their pods too (none on the first quarter, three on the last), so that no run of nodes
+// shorter than the list holds the whole range of any agent's values.
+func agentClusterOf(count int) ([]*corev1.Node, []*corev1.Pod) {
 	var nodes []*corev1.Node
 	var pods []*corev1.Pod
-	for i := range 12 {
-		free := int64(16000 - 1400*i) // millicores free on average, of 16 cores
-		n := fixtures.Node(i, map[string]string{
+	for i := range count {
+		x := float64(i) * 11 / float64(max(count-1, 1)) // 0..11, agentCluster's i for n = 12
+		free := int64(16000 - 1400*x)                 // millicores free on average, of 16 cores
+		node := fixtures.Node(i, map[string]string{
 			"mean-free-cpu":            fmt.Sprint(free),
 			"std-free-cpu":             fmt.Sprint(400 + 1200*(i%4)),
-			"mean-free-memory":         fmt.Sprint(int64(60-4*i) << 30),
+			"mean-free-memory":         fmt.Sprint(int64((60 - 4*x) * (1 << 30))),
 			"std-free-memory":          fmt.Sprint(int64(1+i%3) << 28),
 			"congestion-factor":        fmt.Sprint(i * 17 % 100),
 			"template.extender/score":  fmt.Sprint(i % 11),
-			"requested-cpu":            fmt.Sprint(1000 * i),
-			"requested-memory":         fmt.Sprint(int64(i) << 30),
+			"requested-cpu":            fmt.Sprint(int64(1000 * x)),
+			"requested-memory":         fmt.Sprint(int64(x * (1 << 30))),
 			"statistics-timestamp":     time.Now().UTC().Format(time.RFC3339), // fresh: safe ignores stale statistics
 			"forcasted-free-cpu":       fmt.Sprint(free - 500),
-			"forecasted-free-memory":   fmt.Sprint(int64(50-4*i) << 30),
+			"forecasted-free-memory":   fmt.Sprint(int64((50 - 4*x) * (1 << 30))),
 			"template.extender/unused": "x",
 		})
-		n.ResourceVersion = fmt.Sprint(100 + i)
+		node.ResourceVersion = fmt.Sprint(100 + i)
 		if i%5 == 4 {
-			n.Labels["template.extender/allowed"] = "false"
+			node.Labels["template.extender/allowed"] = "false"
 		}
-		nodes = append(nodes, &n)
-		for k := range i % 4 {
+		nodes = append(nodes, &node)
+		bound := i % 4
+		if count != 12 {
+			bound = int(x) / 3
+		}
+		for k := range bound {
 			p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), fmt.Sprintf("%dm", 500+700*k), fmt.Sprintf("%dMi", 256*(k+i%3+1)))
-			p.Spec.NodeName = n.Name
+			p.Spec.NodeName = node.Name
 			if k == 2 {
 				p.Spec.Containers[0].Resources.Requests["example.com/gpu"] = resource.MustParse("1")
 			}

@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -222,7 +223,7 @@ func (p *combinedPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *
 	i := -1
 	if data, err := state.Read(combinedFilterKey); err == nil {
 		c = data.(*combinedVerdicts)
-		if j, ok := c.list.pos[node.Name]; ok { // one lookup by name for every filter
+		if j, ok := c.list.pos[node]; ok { // one lookup for every filter
 			i = int(j)
 		}
 	}
@@ -252,53 +253,85 @@ func (p *combinedPlugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWi
 	return events, nil
 }
 
-// PreScore implements fwk.PreScorePlugin: each prioritize function scores every feasible node in
-// one call, as its own plugin's PreScore does, and the node's score is their weighted mean in
-// the framework's range, rounded half up:
+// PreScore implements fwk.PreScorePlugin: each prioritize function scores the feasible nodes,
+// as its own plugin's PreScore does (chunk by chunk as Score asks, or every node in one call
+// here), and the node's score is their weighted mean in the framework's range, rounded half up:
 //
 //	score = floor((sum_i w_i * 10 * clamp(s_i, 0, 10)) / W + 1/2),  W = sum_i w_i
 //
 // With the plugin's weight W, kube-scheduler adds W * score, which is sum_i w_i * 10 * s_i, the
 // separate plugins' total, exactly when W divides 10 * sum_i w_i * s_i (always for W = 1, 2, 5,
 // 10) and within W/2 otherwise: a tenth of the rounding of the extender's priorities/combined,
-// whose scores are 0..10. A function that fails counts 0 for every node (its own plugin's Score
-// would be skipped) and is logged; when all fail, the plugin's Score is skipped.
+// whose scores are 0..10. A function that fails counts 0 for the nodes it failed to score (its
+// own plugin's would be 0 or skipped) and is logged; when every function scores in one call here
+// and all fail, the plugin's Score is skipped.
 func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	if len(p.scorers) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	views, status := p.adapter.feasibleViews(state, nodes)
+	f, status := p.adapter.feasibleViews(state, nodes)
 	if status != nil {
 		return status
 	}
-	sums := make([]int64, len(views))
+	var chunked []combinedPart
+	var sums []int64 // of the functions that score here, by feasible node
 	answered := false
-	for _, f := range p.scorers {
-		list, err := p.adapter.prioritize(ctx, pod, views, f.name, f.fns)
+	for _, s := range p.scorers {
+		if p.adapter.chunked(s.fns) {
+			chunked = append(chunked, s)
+			continue
+		}
+		list, err := p.adapter.prioritize(ctx, pod, f.viewsOf(0, f.n), s.name, s.fns)
 		if err != nil {
 			continue
 		}
+		if sums == nil {
+			sums = make([]int64, f.n)
+		}
 		answered = true
-		for i, s := range list {
-			sums[i] += f.weight * min(max(s, 0), framework.MaxScore) * scoreScale
+		for i, v := range list {
+			sums[i] += s.weight * min(max(v, 0), framework.MaxScore) * scoreScale
 		}
 	}
-	if !answered {
-		return fwk.NewStatus(fwk.Skip)
+	mean := func(sum int64) int64 { return (2*sum + p.total) / (2 * p.total) } // floor(sum/W + 1/2), all terms non-negative
+	if len(chunked) == 0 {
+		if !answered {
+			return fwk.NewStatus(fwk.Skip)
+		}
+		state.Write(combinedScoreKey, newFixedScores(f, func(i int) int64 { return mean(sums[i]) }))
+		return nil
 	}
-	state.Write(combinedScoreKey, newScores(p.adapter.lastList(), views, func(i int) int64 {
-		return (2*sums[i] + p.total) / (2 * p.total) // floor(sum/W + 1/2), all terms non-negative
-	}))
+	state.Write(combinedScoreKey, newChunkScores(f, func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error) {
+		out := make([]int64, len(views))
+		if sums != nil {
+			copy(out, sums[lo:])
+		}
+		var errs []error
+		for _, s := range chunked {
+			list, err := s.fns.score(ctx, pod, views)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+				continue
+			}
+			for i, v := range list {
+				out[i] += s.weight * min(max(v, 0), framework.MaxScore) * scoreScale
+			}
+		}
+		for i := range out {
+			out[i] = mean(out[i])
+		}
+		return out, errors.Join(errs...)
+	}, p.adapter.logChunkFailure(ctx, pod, CombinedName)))
 	return nil
 }
 
-// Score implements fwk.ScorePlugin: the node's score, computed by PreScore.
-func (p *combinedPlugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// Score implements fwk.ScorePlugin: the node's score, from PreScore's table.
+func (p *combinedPlugin) Score(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	data, err := state.Read(combinedScoreKey)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, CombinedName))
 	}
-	s, ok := data.(scoreTable).score(nodeInfo.Node().Name)
+	s, ok := data.(scoreTable).score(ctx, nodeInfo.Node())
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("node %s was not among the nodes PreScore scored", nodeInfo.Node().Name))
 	}

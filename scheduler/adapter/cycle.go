@@ -83,69 +83,95 @@ func newVerdicts(list *nodeList, size int, filter framework.FilterFunc) *verdict
 	return &verdicts{list: list, filter: filter, size: size, chunks: make([]chunk, (len(list.views)+size-1)/size)}
 }
 
+// scoreChunk is how many feasible nodes one call of a prioritize function scores when Score
+// asks about one of them (chunkScores). In a full cycle kube-scheduler asks about every feasible
+// node, so every chunk is scored and the chunk only bounds the calls' fixed work (safe's pod
+// estimate, say: one call per 32 nodes); opportunistic batching's rescoring asks about one node.
+const scoreChunk = 32
+
 // scoreTable is one cycle's scores of a score plugin, already scaled.
 type scoreTable interface {
 	fwk.StateData
-	score(name string) (int64, bool)
+	score(ctx context.Context, node *corev1.Node) (int64, bool)
 }
 
-// listScores are scores by position in a list of nodes (no map to build per cycle, nothing
-// for the garbage collector to scan); a node not scored holds -1. A scaled score fits a byte
-// (0..fwk.MaxNodeScore): a score plugin's table of 2000 nodes is 2 KB per pod, not 16.
-type listScores struct {
-	pos    map[string]int32
-	scores []int8
+// fixedScores are the scaled scores of one cycle's feasible nodes, computed in PreScore, by the
+// node's index among them (no map to build per cycle, nothing for the garbage collector to scan).
+// A scaled score fits a byte (0..fwk.MaxNodeScore): a table of 2000 nodes is 2 KB per pod.
+type fixedScores struct {
+	feasible *feasibleViews
+	scores   []int8
 }
 
-// A scaled score must fit listScores' int8 (this fails to compile otherwise).
+// A scaled score must fit fixedScores' int8 (this fails to compile otherwise).
 const _ = uint8(127 - fwk.MaxNodeScore)
 
-// Clone implements fwk.StateData: the scores are never modified once written.
-func (s *listScores) Clone() fwk.StateData { return s }
+// newFixedScores keeps scaled(i), the scaled score of f's i-th feasible node, for each.
+func newFixedScores(f *feasibleViews, scaled func(i int) int64) *fixedScores {
+	s := &fixedScores{feasible: f, scores: make([]int8, f.n)}
+	for i := range s.scores {
+		s.scores[i] = int8(scaled(i)) // 0..fwk.MaxNodeScore
+	}
+	return s
+}
 
-func (s *listScores) score(name string) (int64, bool) {
-	i, ok := s.pos[name]
-	if !ok || s.scores[i] < 0 {
+// Clone implements fwk.StateData: the scores are never modified once written.
+func (s *fixedScores) Clone() fwk.StateData { return s }
+
+func (s *fixedScores) score(_ context.Context, node *corev1.Node) (int64, bool) {
+	i, ok := s.feasible.index(node)
+	if !ok {
 		return 0, false
 	}
 	return int64(s.scores[i]), true
 }
 
-// mapScores are scores by node name, for nodes outside the cached list.
-type mapScores map[string]int64
-
-// Clone implements fwk.StateData: the scores are never modified once written.
-func (s mapScores) Clone() fwk.StateData { return s }
-
-func (s mapScores) score(name string) (int64, bool) {
-	v, ok := s[name]
-	return v, ok
+// chunkScores are one cycle's scores of a score plugin whose prioritize functions score each
+// node by itself (framework.Prioritizer.WholeList unset), computed chunk by chunk of the
+// feasible nodes as Score asks: PreScore only finds the feasible nodes' views and indexes. A full
+// cycle asks about every feasible node, in parallel (kube-scheduler's Score workers), and so
+// scores them all; opportunistic batching's rescoring runs PreScore over every cached candidate
+// to ask about one node, the node chosen last, and so scores one chunk, not every candidate.
+type chunkScores struct {
+	feasible *feasibleViews
+	// compute scores the feasible nodes views, from index lo on: exactly len(views) scaled
+	// scores, even with an error (then logged by fail, once per table).
+	compute func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error)
+	fail    func(error)
+	failed  sync.Once
+	chunks  []scoredChunk
 }
 
-// newScores keeps the scaled scores of views (in order) in a table: by position in list when
-// every view is in it, by name otherwise.
-func newScores(list *nodeList, views []*corev1.Node, scaled func(i int) int64) scoreTable {
-	if list != nil {
-		s := &listScores{pos: list.pos, scores: make([]int8, len(list.views))}
-		for i := range s.scores {
-			s.scores[i] = -1
-		}
-		complete := true
-		for i, n := range views {
-			j, ok := list.pos[n.Name]
-			if !ok || list.views[j] != n {
-				complete = false
-				break
-			}
-			s.scores[j] = int8(scaled(i)) // 0..fwk.MaxNodeScore
-		}
-		if complete {
-			return s
-		}
+type scoredChunk struct {
+	once sync.Once
+	out  []int8
+}
+
+// newChunkScores returns f's scores, none computed yet, each chunk to be computed by compute.
+func newChunkScores(f *feasibleViews, compute func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error), fail func(error)) *chunkScores {
+	return &chunkScores{feasible: f, compute: compute, fail: fail, chunks: make([]scoredChunk, (f.n+scoreChunk-1)/scoreChunk)}
+}
+
+// Clone implements fwk.StateData: each chunk is computed once and never modified after, so a
+// clone (batching's rescoring state, say) may share them.
+func (s *chunkScores) Clone() fwk.StateData { return s }
+
+func (s *chunkScores) score(ctx context.Context, node *corev1.Node) (int64, bool) {
+	i, ok := s.feasible.index(node)
+	if !ok {
+		return 0, false
 	}
-	m := make(mapScores, len(views))
-	for i, n := range views {
-		m[n.Name] = scaled(i)
-	}
-	return m
+	c, lo := &s.chunks[i/scoreChunk], i/scoreChunk*scoreChunk
+	c.once.Do(func() {
+		views := s.feasible.viewsOf(lo, min(lo+scoreChunk, s.feasible.n))
+		out, err := s.compute(ctx, lo, views)
+		if err != nil {
+			s.failed.Do(func() { s.fail(err) })
+		}
+		c.out = make([]int8, len(views))
+		for k := range c.out {
+			c.out[k] = int8(out[k]) // 0..fwk.MaxNodeScore
+		}
+	})
+	return int64(c.out[i-lo]), true
 }

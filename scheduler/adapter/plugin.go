@@ -174,7 +174,7 @@ func (a *Adapter) verdictOf(ctx context.Context, pod *corev1.Pod, fns *funcs, vs
 	judged := false
 	if vs != nil {
 		if i < 0 {
-			if j, ok := vs.list.pos[node.Name]; ok {
+			if j, ok := vs.list.pos[node]; ok {
 				i = int(j)
 			}
 		}
@@ -212,22 +212,59 @@ func rejection(v framework.Verdict, prefix string) *fwk.Status {
 	}
 }
 
-// PreScore implements fwk.PreScorePlugin: the agent's prioritize function scores every feasible
-// node in one call. When it fails, the plugin's Score is skipped for this pod (as kube-scheduler
-// ignores a failing extender prioritizer) and the error is logged.
+// PreScore implements fwk.PreScorePlugin: the agent's prioritize function scores the feasible
+// nodes, chunk by chunk as Score asks (chunkScores) when its scores are of each node by itself,
+// or else every feasible node in one call here (framework.Prioritizer.WholeList), as also when
+// the adapter keeps decisions (a decision holds one call's scores of every node). When it fails,
+// its scores are 0 for this pod (as kube-scheduler ignores a failing extender prioritizer: the
+// plugin's Score is skipped when the one call fails) and the error is logged.
 func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	views, status := p.adapter.feasibleViews(state, nodes)
+	f, status := p.adapter.feasibleViews(state, nodes)
 	if status != nil {
 		return status
 	}
-	list, err := p.adapter.prioritize(ctx, pod, views, p.name, p.fns)
+	if p.adapter.chunked(p.fns) {
+		state.Write(p.key, newChunkScores(f, func(ctx context.Context, _ int, views []*corev1.Node) ([]int64, error) {
+			list, err := p.fns.score(ctx, pod, views)
+			out := make([]int64, len(views))
+			if err == nil {
+				for i, s := range list {
+					out[i] = min(max(s, 0), framework.MaxScore) * scoreScale
+				}
+			}
+			return out, err
+		}, p.adapter.logChunkFailure(ctx, pod, p.name)))
+		return nil
+	}
+	list, err := p.adapter.prioritize(ctx, pod, f.viewsOf(0, f.n), p.name, p.fns)
 	if err != nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(p.key, newScores(p.adapter.lastList(), views, func(i int) int64 {
+	state.Write(p.key, newFixedScores(f, func(i int) int64 {
 		return min(max(list[i], 0), framework.MaxScore) * scoreScale
 	}))
 	return nil
+}
+
+// chunked reports whether fns' prioritize function scores chunk by chunk as Score asks: it
+// scores each node by itself, and no decision is kept.
+func (a *Adapter) chunked(fns *funcs) bool { return !fns.scoresWholeList && a.decisions == nil }
+
+// score calls fns' prioritize function with views and returns its scores (as answered: not
+// clamped), or an error (the function's, or a wrong number of scores).
+func (fns *funcs) score(ctx context.Context, pod *corev1.Pod, views []*corev1.Node) ([]int64, error) {
+	list, err := fns.prioritize(ctx, pod, views)
+	if err == nil && len(list) != len(views) {
+		err = fmt.Errorf("returned %d scores for %d nodes", len(list), len(views))
+	}
+	return list, err
+}
+
+// logChunkFailure returns what logs a prioritize function's failure on some of pod's chunks.
+func (a *Adapter) logChunkFailure(ctx context.Context, pod *corev1.Pod, name string) func(error) {
+	return func(err error) {
+		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is 0 on the nodes it failed to score for this pod", "plugin", name, "pod", klog.KObj(pod))
+	}
 }
 
 // prioritize calls fns' prioritize function (function name) with views and returns its scores
@@ -235,10 +272,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 // (the function's, or a wrong number of scores) is logged and returned: the caller ignores the
 // function's scores for the pod, as kube-scheduler ignores a failing extender prioritizer.
 func (a *Adapter) prioritize(ctx context.Context, pod *corev1.Pod, views []*corev1.Node, name string, fns *funcs) ([]int64, error) {
-	list, err := fns.prioritize(ctx, pod, views)
-	if err == nil && len(list) != len(views) {
-		err = fmt.Errorf("returned %d scores for %d nodes", len(list), len(views))
-	}
+	list, err := fns.score(ctx, pod, views)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Prioritizer failed; its score is ignored for this pod", "plugin", name, "pod", klog.KObj(pod))
 		return nil, err
@@ -265,51 +299,101 @@ func keepScores(ctx context.Context, d *Decisions, pod *corev1.Pod, views []*cor
 // score plugins to run PreScore computes for all of them.
 const feasibleKey fwk.StateKey = "kube-safe-scheduler/feasible-views"
 
-// feasibleViews are the views of one cycle's feasible nodes, in the order of nodes, whose
-// first NodeInfo and length identify it.
+// feasibleViews are one cycle's feasible nodes, in the order of nodes, whose first NodeInfo and
+// length identify it, and where each node is among them. It is never modified once built.
 type feasibleViews struct {
 	first fwk.NodeInfo
-	views []*corev1.Node
+	n     int
+	// list is the snapshot's list holding every feasible node: pos holds each feasible node's
+	// position in it (its view is there) and at, for each of the list's positions, the node's
+	// index among the feasible nodes plus one (0: not feasible). No view is copied and no name
+	// looked up: batching's rescoring asks for one node's score of hundreds.
+	list    *nodeList
+	pos, at []int32
+	// views and byName hold the views and indexes instead when some feasible node is not in
+	// the list (nil list).
+	views  []*corev1.Node
+	byName map[string]int32
 }
 
 // Clone implements fwk.StateData: the views are never modified once written.
 func (f *feasibleViews) Clone() fwk.StateData { return f }
 
-// feasibleViews returns the views of nodes, computed once per cycle for all score plugins.
-func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) ([]*corev1.Node, *fwk.Status) {
+// index returns the index of node among the feasible nodes.
+func (f *feasibleViews) index(node *corev1.Node) (int, bool) {
+	if f.list != nil {
+		if j, ok := f.list.pos[node]; ok && f.at[j] > 0 {
+			return int(f.at[j]) - 1, true
+		}
+		return 0, false
+	}
+	i, ok := f.byName[node.Name]
+	return int(i), ok
+}
+
+// viewsOf returns a new slice of the views of the feasible nodes lo..hi-1.
+func (f *feasibleViews) viewsOf(lo, hi int) []*corev1.Node {
+	if f.list == nil {
+		return slices.Clone(f.views[lo:hi])
+	}
+	out := make([]*corev1.Node, hi-lo)
+	for i := range out {
+		out[i] = f.list.views[f.pos[lo+i]]
+	}
+	return out
+}
+
+// feasibleViews returns the feasible nodes' positions (or views) and indexes, computed once per
+// cycle for all score plugins.
+func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) (*feasibleViews, *fwk.Status) {
 	if data, err := state.Read(feasibleKey); err == nil {
-		if f := data.(*feasibleViews); len(f.views) == len(nodes) && len(nodes) > 0 && f.first == nodes[0] {
-			return slices.Clone(f.views), nil
+		if f := data.(*feasibleViews); f.n == len(nodes) && len(nodes) > 0 && f.first == nodes[0] {
+			return f, nil
 		}
 	}
-	views := make([]*corev1.Node, len(nodes))
-	list := a.lastList() // the feasible nodes are usually in it: their views are there
+	f := &feasibleViews{n: len(nodes), list: a.lastList()} // the feasible nodes are usually in it
+	if f.list != nil {
+		f.pos, f.at = make([]int32, len(nodes)), make([]int32, len(f.list.src))
+	}
 	for i, n := range nodes {
 		node := n.Node()
 		if node == nil {
 			return nil, fwk.NewStatus(fwk.Error, "node not found")
 		}
-		if list != nil {
-			if j, ok := list.pos[node.Name]; ok && list.src[j] == node {
-				views[i] = list.views[j]
-				continue
-			}
+		if f.list == nil {
+			break
 		}
-		views[i] = a.view(node)
+		j, ok := f.list.pos[node]
+		if !ok {
+			f.list, f.pos, f.at = nil, nil, nil
+			break
+		}
+		f.pos[i], f.at[j] = j, int32(i)+1
+	}
+	if f.list == nil {
+		f.views, f.byName = make([]*corev1.Node, len(nodes)), make(map[string]int32, len(nodes))
+		for i, n := range nodes {
+			node := n.Node()
+			if node == nil {
+				return nil, fwk.NewStatus(fwk.Error, "node not found")
+			}
+			f.views[i], f.byName[node.Name] = a.view(node), int32(i)
+		}
 	}
 	if len(nodes) > 0 {
-		state.Write(feasibleKey, &feasibleViews{first: nodes[0], views: views})
+		f.first = nodes[0]
+		state.Write(feasibleKey, f)
 	}
-	return slices.Clone(views), nil
+	return f, nil
 }
 
-// Score implements fwk.ScorePlugin: the node's score, computed by PreScore.
-func (p *scorePlugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// Score implements fwk.ScorePlugin: the node's score, from PreScore's table.
+func (p *scorePlugin) Score(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	data, err := state.Read(p.key)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, p.name))
 	}
-	s, ok := data.(scoreTable).score(nodeInfo.Node().Name)
+	s, ok := data.(scoreTable).score(ctx, nodeInfo.Node())
 	if !ok {
 		return 0, fwk.AsStatus(fmt.Errorf("node %s was not among the nodes PreScore scored", nodeInfo.Node().Name))
 	}

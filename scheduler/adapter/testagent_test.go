@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -63,7 +64,7 @@ func (a *testAgent) Filters() []framework.Filter {
 }
 
 func (a *testAgent) Prioritizers() []framework.Prioritizer {
-	return []framework.Prioritizer{{Name: testFit, Func: a.score}, {Name: testRank, Func: a.rank}}
+	return []framework.Prioritizer{{Name: testFit, Func: a.score}, {Name: testRank, Func: a.rank, WholeList: true}}
 }
 
 func (a *testAgent) value(n *corev1.Node) (int64, bool) {
@@ -88,10 +89,14 @@ func (a *testAgent) filter(_ context.Context, pod *corev1.Pod, nodes []*corev1.N
 	return out, nil
 }
 
+// testScored counts the nodes the test agent's prioritizers have scored.
+var testScored atomic.Int64
+
 func (a *testAgent) score(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	if _, fail := pod.Annotations[failAnno]; fail {
 		return nil, errors.New("the test source is down")
 	}
+	testScored.Add(int64(len(nodes)))
 	out := make([]int64, len(nodes))
 	for i, n := range nodes {
 		out[i], _ = a.value(n)
@@ -103,6 +108,7 @@ func (a *testAgent) rank(_ context.Context, pod *corev1.Pod, nodes []*corev1.Nod
 	if _, fail := pod.Annotations[failAnno]; fail {
 		return nil, errors.New("the test source is down")
 	}
+	testScored.Add(int64(len(nodes)))
 	values := make([]int64, len(nodes))
 	lo, hi := int64(1<<62), int64(-1<<62)
 	for i, n := range nodes {
