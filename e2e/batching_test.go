@@ -1,14 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"crypto/tls"
 	"fmt"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,34 +10,19 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
-// batchAttempts returns the scheduler's scheduler_batch_attempts_total by profile and result.
+// batchAttempts returns the scheduler's scheduler_batch_attempts_total by profile and result,
+// and its scheduler_batch_cache_flushed_total by profile and reason ("flushed:<reason>").
 func batchAttempts(t *testing.T, port int) map[string]float64 {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed certificate, on loopback
-	}}
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	ss, err := harness.SchedulerMetrics(port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		for _, m := range []string{"scheduler_batch_attempts_total{", "scheduler_batch_cache_flushed_total{"} {
-			rest, found := strings.CutPrefix(sc.Text(), m)
-			labels, value, ok := strings.Cut(rest, "} ")
-			if !found || !ok {
-				continue
-			}
-			v, _ := strconv.ParseFloat(value, 64)
-			key := harness.LabelValue(labels, "result")
-			if key == "" {
-				key = "flushed:" + harness.LabelValue(labels, "reason")
-			}
-			out[harness.LabelValue(labels, "profile")+"/"+key] += v
-		}
+	out := ss.Sum("scheduler_batch_attempts_total", func(s harness.Sample) string { return s.Label("profile") + "/" + s.Label("result") })
+	for k, v := range ss.Sum("scheduler_batch_cache_flushed_total", func(s harness.Sample) string {
+		return s.Label("profile") + "/flushed:" + s.Label("reason")
+	}) {
+		out[k] += v
 	}
 	return out
 }

@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,30 +25,16 @@ func scheduleAttempts(t *testing.T, s *harness.Scheduler, profile string) float6
 // attemptsCounted sums kube-scheduler's scheduler_schedule_attempts_total series (on its secure
 // port, port) whose labels contain match (a label and its value, as `result="error"`).
 func attemptsCounted(port int, match string) (float64, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // self-signed on loopback
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	ss, err := harness.SchedulerMetrics(port)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	total := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "scheduler_schedule_attempts_total{") && strings.Contains(line, match) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				return 0, fmt.Errorf("/metrics: %q: %w", line, err)
-			}
-			total += v
+	return ss.Sum("scheduler_schedule_attempts_total", func(s harness.Sample) string {
+		if strings.Contains(s.Labels, match) {
+			return "counted"
 		}
-	}
-	return total, sc.Err()
+		return ""
+	})["counted"], nil
 }
 
 // TestCoschedulingBackoffAttempts: a group that can never fit (minMember 3 of 1 cpu on a 2-cpu

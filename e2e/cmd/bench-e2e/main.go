@@ -26,7 +26,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"flag"
@@ -690,33 +689,11 @@ profiles:
 // batchAttempts reads the scheduler's scheduler_batch_attempts_total, by result (hint_used and
 // the reasons a hint was not).
 func batchAttempts(port int) (map[string]float64, error) {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed certificate, on loopback
-	}}
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	ss, err := harness.SchedulerMetrics(port)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("/metrics: status %d", resp.StatusCode)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		rest, found := strings.CutPrefix(sc.Text(), "scheduler_batch_attempts_total{")
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !found || !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return nil, fmt.Errorf("scheduler_batch_attempts_total{%s}: %v", labels, err)
-		}
-		out[harness.LabelValue(labels, "result")] += v
-	}
-	return out, sc.Err()
+	return ss.Sum("scheduler_batch_attempts_total", func(s harness.Sample) string { return s.Label("result") }), nil
 }
 
 // peakText gives a peak RSS in MiB, "-" when none was read (scheduler_perf's cases, whose

@@ -2,11 +2,8 @@ package main
 
 import (
 	"cmp"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -130,48 +127,23 @@ const metricsAllowed = "--authorization-always-allow-paths=/healthz,/readyz,/liv
 // the pods waiting by queue, and the events that moved the most pods back to be retried: how
 // busy retries kept it (a failure to read is said, not fatal).
 func queueSummary(port int) string {
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the scheduler's self-signed certificate, on loopback
-	}}
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/metrics", port))
+	ss, err := harness.SchedulerMetrics(port)
 	if err != nil {
-		return "reading /metrics: " + err.Error()
+		return err.Error()
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "reading /metrics: " + resp.Status
-	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "reading /metrics: " + err.Error()
-	}
-	return summarizeQueue(string(body))
+	return summarizeQueue(ss)
 }
 
-// summarizeQueue is queueSummary's reading of a /metrics body.
-func summarizeQueue(body string) string {
-	attempts, pending, moved := map[string]float64{}, map[string]float64{}, map[string]float64{}
-	for _, line := range strings.Split(body, "\n") {
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
+// summarizeQueue is queueSummary's reading of the scheduler's samples.
+func summarizeQueue(ss harness.Samples) string {
+	attempts := ss.Sum("scheduler_schedule_attempts_total", func(s harness.Sample) string { return s.Label("result") })
+	pending := ss.Sum("scheduler_pending_pods", func(s harness.Sample) string { return s.Label("queue") })
+	moved := ss.Sum("scheduler_queue_incoming_pods_total", func(s harness.Sample) string {
+		if q := s.Label("queue"); q == "active" || q == "backoff" {
+			return s.Label("event")
 		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if !ok || err != nil {
-			continue
-		}
-		switch name {
-		case "scheduler_schedule_attempts_total":
-			attempts[harness.LabelValue(labels, "result")] += v
-		case "scheduler_pending_pods":
-			pending[harness.LabelValue(labels, "queue")] += v
-		case "scheduler_queue_incoming_pods_total":
-			if q := harness.LabelValue(labels, "queue"); q == "active" || q == "backoff" {
-				moved[harness.LabelValue(labels, "event")] += v
-			}
-		}
-	}
+		return ""
+	})
 	top := slices.SortedFunc(maps.Keys(moved), func(a, b string) int { return cmp.Or(cmp.Compare(moved[b], moved[a]), cmp.Compare(a, b)) })
 	var events []string
 	for _, e := range top[:min(len(top), 4)] {

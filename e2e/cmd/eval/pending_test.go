@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kube-safe-scheduler/extender/e2e/harness"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -71,7 +72,11 @@ scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"} 4948
 scheduler_queue_incoming_pods_total{event="ScheduleAttemptFailure",queue="unschedulable"} 9000
 `
 	want := "attempts scheduled 4000, unschedulable 9000, error 0; pending active 700, backoff 12, unschedulable 400, gated 0; pods queued by event: PodAdd 4948, NodeUpdate 320"
-	if got := summarizeQueue(body); got != want {
+	ss, err := harness.ParseSamples(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summarizeQueue(ss); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
