@@ -70,7 +70,7 @@ type Agent struct {
 	// plugin mode asks about one pod (one object) in several calls, a chunk of nodes each, and
 	// an estimate is the same for the same pod while Version does not change (Estimator).
 	lastEstimate atomic.Pointer[podEstimate]
-	byRequest bool
+	byRequest    bool
 	// follow fills the learned estimator from the usage learner's store (nil unless Estimate
 	// is learned); Start starts it.
 	follow *follower

@@ -76,7 +76,7 @@ func agentClusterOf(count int) ([]*corev1.Node, []*corev1.Pod) {
 	var pods []*corev1.Pod
 	for i := range count {
 		x := float64(i) * 11 / float64(max(count-1, 1)) // 0..11, agentCluster's i for n = 12
-		free := int64(16000 - 1400*x)                 // millicores free on average, of 16 cores
+		free := int64(16000 - 1400*x)                   // millicores free on average, of 16 cores
 		node := fixtures.Node(i, map[string]string{
 			"mean-free-cpu":            fmt.Sprint(free),
 			"std-free-cpu":             fmt.Sprint(400 + 1200*(i%4)),
