@@ -66,11 +66,11 @@ type Agent struct {
 	// placed since a node's statistics; byRequest tells it is requestEstimator, whose estimate
 	// is also the pod's request.
 	estimator Estimator
+	byRequest bool
 	// lastEstimate is the estimate of the pod asked last, at the estimator's version then:
 	// plugin mode asks about one pod (one object) in several calls, a chunk of nodes each, and
 	// an estimate is the same for the same pod while Version does not change (Estimator).
 	lastEstimate atomic.Pointer[podEstimate]
-	byRequest    bool
 	// follow fills the learned estimator from the usage learner's store (nil unless Estimate
 	// is learned); Start starts it.
 	follow *follower
