@@ -128,13 +128,13 @@ func (s *fixedScores) score(_ context.Context, node *corev1.Node) (int64, bool) 
 
 // chunkScores are one cycle's scores of a score plugin whose prioritize functions score each
 // node by itself (framework.Prioritizer.WholeList unset), computed chunk by chunk of the
-// feasible nodes as Score asks: PreScore only finds the feasible nodes' views and indexes. A full
+// feasible nodes as Score asks: PreScore only finds where the feasible nodes are. A full
 // cycle asks about every feasible node, in parallel (kube-scheduler's Score workers), and so
 // scores them all; opportunistic batching's rescoring runs PreScore over every cached candidate
 // to ask about one node, the node chosen last, and so scores one chunk, not every candidate.
 type chunkScores struct {
 	feasible *feasibleViews
-	// compute scores the feasible nodes views, from index lo on: exactly len(views) scaled
+	// compute scores views, the feasible nodes' from index lo on: exactly len(views) scaled
 	// scores, even with an error (then logged by fail, once per table).
 	compute func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error)
 	fail    func(error)
@@ -142,6 +142,7 @@ type chunkScores struct {
 	chunks  []scoredChunk
 }
 
+// scoredChunk is one chunk's scaled scores, computed once.
 type scoredChunk struct {
 	once sync.Once
 	out  []int8
