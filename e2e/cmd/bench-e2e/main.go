@@ -55,7 +55,7 @@ import (
 type mode struct {
 	name  string
 	about string
-	// extenders returns the extenders: section of the scheduler configuration.
+	// extenders returns the extenders: section of the scheduler configuration (nil: none).
 	extenders func(p ports) string
 	// plugins, when set, is the profile's plugins: section, and the scheduler is the plugin
 	// scheduler (kube-safe-scheduler, built from scheduler/) instead of kube-scheduler.
@@ -123,11 +123,11 @@ func safeCongestion(p ports, cacheCapable bool) string {
 }
 
 var modes = []mode{
-	{"alone", "kube-scheduler alone", noExtenders, "", false},
+	{name: "alone", about: "kube-scheduler alone"},
 	// floor: the names mode's call pattern (a filter and a priority on one extender, a priority
 	// on another) served by the template agent, whose functions cost next to nothing: what the
 	// HTTP extender mechanism itself costs.
-	{"floor", "template filter + 2 template priorities, NodeNames", func(p ports) string {
+	{name: "floor", about: "template filter + 2 template priorities, NodeNames", extenders: func(p ports) string {
 		return fmt.Sprintf(`extenders:
 - urlPrefix: http://127.0.0.1:%d/scheduler
   filterVerb: predicates/template-label
@@ -139,17 +139,17 @@ var modes = []mode{
   weight: 1
   nodeCacheCapable: true
 `, p.template, p.template2)
-	}, "", false},
-	{"names", "safe filter + safe-overload + congestion, NodeNames", func(p ports) string { return safeCongestion(p, true) }, "", false},
-	{"full", "safe filter + safe-overload + congestion, full Nodes", func(p ports) string { return safeCongestion(p, false) }, "", false},
-	{"pigeon", "names + pigeon-holing", func(p ports) string {
+	}},
+	{name: "names", about: "safe filter + safe-overload + congestion, NodeNames", extenders: func(p ports) string { return safeCongestion(p, true) }},
+	{name: "full", about: "safe filter + safe-overload + congestion, full Nodes", extenders: func(p ports) string { return safeCongestion(p, false) }},
+	{name: "pigeon", about: "names + pigeon-holing", extenders: func(p ports) string {
 		return safeCongestion(p, true) + fmt.Sprintf(`- urlPrefix: http://127.0.0.1:%d/scheduler
   prioritizeVerb: priorities/pigeon-holing
   weight: 1
   nodeCacheCapable: true
 `, p.pigeon)
-	}, "", false},
-	{"combined", "safe filter + combined(safe-overload, congestion), NodeNames", func(p ports) string {
+	}},
+	{name: "combined", about: "safe filter + combined(safe-overload, congestion), NodeNames", extenders: func(p ports) string {
 		return fmt.Sprintf(`extenders:
 - urlPrefix: http://127.0.0.1:%d/scheduler
   filterVerb: predicates/safe-overload
@@ -157,18 +157,18 @@ var modes = []mode{
   weight: 2
   nodeCacheCapable: true
 `, p.combined)
-	}, "", false},
+	}},
 	// Plugin mode: the same agents and weights as names and pigeon, compiled into the scheduler.
-	{"plugins", "kube-safe-scheduler: safe-overload filter+score, congestion score", noExtenders, pluginsSafeCongestion, false},
-	{"plugins-pigeon", "plugins + pigeon-holing", noExtenders, pluginsSafeCongestion + "      - name: pigeon-holing\n        weight: 1\n", false},
+	{name: "plugins", about: "kube-safe-scheduler: safe-overload filter+score, congestion score", plugins: pluginsSafeCongestion},
+	{name: "plugins-pigeon", about: "plugins + pigeon-holing", plugins: pluginsSafeCongestion + "      - name: pigeon-holing\n        weight: 1\n"},
 	// The same functions and weights in one plugin, agents (one Filter and one Score per node).
-	{"plugins-agents", "kube-safe-scheduler: agents plugin running safe-overload and congestion", noExtenders, pluginsAgents(), false},
-	{"plugins-agents-pigeon", "plugins-agents + pigeon-holing", noExtenders, pluginsAgents("pigeon-holing"), false},
+	{name: "plugins-agents", about: "kube-safe-scheduler: agents plugin running safe-overload and congestion", plugins: pluginsAgents()},
+	{name: "plugins-agents-pigeon", about: "plugins-agents + pigeon-holing", plugins: pluginsAgents("pigeon-holing")},
 	// Batching: kube-scheduler signs pods (and hands the next pod of one signature the last
 	// cycle's next best node) only with PodTopologySpread's system defaults off; alone and
 	// plugins-agents so. The hints used are counted (scheduler_batch_attempts_total).
-	{"alone-nospread", "alone, PodTopologySpread system defaults off (batching)", noExtenders, "", true},
-	{"plugins-agents-nospread", "plugins-agents, PodTopologySpread system defaults off (batching)", noExtenders, pluginsAgents(), true},
+	{name: "alone-nospread", about: "alone, PodTopologySpread system defaults off (batching)", noDefaultSpread: true},
+	{name: "plugins-agents-nospread", about: "plugins-agents, PodTopologySpread system defaults off (batching)", plugins: pluginsAgents(), noDefaultSpread: true},
 }
 
 // profileConfig is the profile's plugins: and pluginConfig: sections of a mode.
@@ -183,7 +183,13 @@ func (m mode) profileConfig() string {
 	return out + "  - name: PodTopologySpread\n    args:\n      defaultingType: List\n"
 }
 
-func noExtenders(ports) string { return "" }
+// extendersSection is the scheduler configuration's extenders: section of the mode ("" for none).
+func (m mode) extendersSection(p ports) string {
+	if m.extenders == nil {
+		return ""
+	}
+	return m.extenders(p)
+}
 
 // pluginsSafeCongestion enables the plugins of the names mode's functions, with its weights.
 const pluginsSafeCongestion = `  plugins:
@@ -625,7 +631,7 @@ leaderElection:
   leaderElect: false
 profiles:
 - schedulerName: my-scheduler
-` + m.profileConfig() + m.extenders(p)
+` + m.profileConfig() + m.extendersSection(p)
 	opts := harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", m.name, round), Config: []byte(cfg)}
 	if m.plugins != "" {
 		opts.Binary = harness.BuildPluginScheduler(s)

@@ -51,7 +51,7 @@ func perfModes(list string) ([]mode, error) {
 			sort.Strings(known)
 			return nil, fmt.Errorf("-perf: no scheduler_perf case %q (the cases: %s)", c, strings.Join(known, ", "))
 		}
-		out = append(out, mode{name: perfPrefix + c, about: pc.about, extenders: noExtenders})
+		out = append(out, mode{name: perfPrefix + c, about: pc.about})
 	}
 	return out, nil
 }
