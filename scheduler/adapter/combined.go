@@ -290,7 +290,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 		}
 		answered = true
 		for i, v := range list {
-			sums[i] += s.weight * min(max(v, 0), framework.MaxScore) * scoreScale
+			sums[i] += s.weight * scaled(v)
 		}
 	}
 	mean := func(sum int64) int64 { return (2*sum + p.total) / (2 * p.total) } // floor(sum/W + 1/2), all terms non-negative
@@ -314,7 +314,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 				continue
 			}
 			for i, v := range list {
-				out[i] += s.weight * min(max(v, 0), framework.MaxScore) * scoreScale
+				out[i] += s.weight * scaled(v)
 			}
 		}
 		for i := range out {
@@ -327,15 +327,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 
 // Score implements fwk.ScorePlugin: the node's score, from PreScore's table.
 func (p *combinedPlugin) Score(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := state.Read(combinedScoreKey)
-	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, CombinedName))
-	}
-	s, ok := data.(scoreTable).score(ctx, nodeInfo.Node())
-	if !ok {
-		return 0, fwk.AsStatus(fmt.Errorf("node %s was not among the nodes PreScore scored", nodeInfo.Node().Name))
-	}
-	return s, nil
+	return scoreFromTable(ctx, state, combinedScoreKey, CombinedName, nodeInfo)
 }
 
 // ScoreExtensions implements fwk.ScorePlugin: the scores are already in the framework's range.

@@ -18,6 +18,10 @@ import (
 // scoreScale turns an agent's score (0..framework.MaxScore) into the framework's (0..MaxNodeScore).
 const scoreScale = fwk.MaxNodeScore / framework.MaxScore
 
+// scaled is an agent's score s in the framework's range: clamped to 0..framework.MaxScore, as the
+// extender clamps it, then times scoreScale.
+func scaled(s int64) int64 { return min(max(s, 0), framework.MaxScore) * scoreScale }
+
 // base is what every plugin has: its name and its agent's functions.
 type base struct {
 	name    string
@@ -229,7 +233,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 			out := make([]int64, len(views))
 			if err == nil {
 				for i, s := range list {
-					out[i] = min(max(s, 0), framework.MaxScore) * scoreScale
+					out[i] = scaled(s)
 				}
 			}
 			return out, err
@@ -241,7 +245,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		return fwk.NewStatus(fwk.Skip)
 	}
 	state.Write(p.key, newFixedScores(f, func(i int) int64 {
-		return min(max(list[i], 0), framework.MaxScore) * scoreScale
+		return scaled(list[i])
 	}))
 	return nil
 }
@@ -389,9 +393,15 @@ func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) (*fe
 
 // Score implements fwk.ScorePlugin: the node's score, from PreScore's table.
 func (p *scorePlugin) Score(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := state.Read(p.key)
+	return scoreFromTable(ctx, state, p.key, p.name, nodeInfo)
+}
+
+// scoreFromTable is the score of nodeInfo's node in the table plugin (name) wrote under key in
+// PreScore.
+func scoreFromTable(ctx context.Context, state fwk.CycleState, key fwk.StateKey, plugin string, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	data, err := state.Read(key)
 	if err != nil {
-		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, p.name))
+		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, plugin))
 	}
 	s, ok := data.(scoreTable).score(ctx, nodeInfo.Node())
 	if !ok {
