@@ -355,24 +355,17 @@ func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) (*fe
 			return f, nil
 		}
 	}
-	f := &feasibleViews{n: len(nodes), list: a.lastList()} // the feasible nodes are usually in it
-	if f.list != nil {
-		f.pos, f.at = make([]int32, len(nodes)), make([]int32, len(f.list.src))
-	}
-	for i, n := range nodes {
-		node := n.Node()
-		if node == nil {
-			return nil, fwk.NewStatus(fwk.Error, "node not found")
+	f := &feasibleViews{n: len(nodes)}
+	if list := a.lastList(); list != nil { // the feasible nodes are usually in it
+		f.list, f.pos, f.at = list, make([]int32, len(nodes)), make([]int32, len(list.src))
+		for i, n := range nodes {
+			j, ok := list.pos[n.Node()] // a NodeInfo without its node is in no list
+			if !ok {
+				f.list, f.pos, f.at = nil, nil, nil
+				break
+			}
+			f.pos[i], f.at[j] = j, int32(i)+1
 		}
-		if f.list == nil {
-			break
-		}
-		j, ok := f.list.pos[node]
-		if !ok {
-			f.list, f.pos, f.at = nil, nil, nil
-			break
-		}
-		f.pos[i], f.at[j] = j, int32(i)+1
 	}
 	if f.list == nil {
 		f.views, f.byName = make([]*corev1.Node, len(nodes)), make(map[string]int32, len(nodes))
