@@ -827,14 +827,19 @@ scrape_configs:
 		plan = append(plan,
 			func() fault {
 				f := fault{name: "extender SIGKILLed", start: time.Now()}
-				errors := m.errorAttempts()
 				m.r.Extenders["safe"].Kill()
 				time.Sleep(5 * time.Second) // the kubelet's restart delay (its back-off starts at 10 s)
-				// Down until kube-scheduler has tried a pod and failed, at most a minute more: pods
-				// arrive in workloads a few seconds apart, and a kill between two of them raised no
-				// error for SchedulingErrors to see (CI, 2026-11-28: condition never held).
-				for deadline := time.Now().Add(time.Minute); m.errorAttempts() <= errors && time.Now().Before(deadline); {
-					time.Sleep(100 * time.Millisecond)
+				// Down until Prometheus has seen kube-scheduler's errors rise, at most a minute more.
+				// Pods arrive in workloads a few seconds apart, and a kill between two of them raised
+				// no error (CI, 2026-11-28 01:00). And kube-scheduler's error series is born with its
+				// first error: rate() counts no increase at a series' birth, so errors counted
+				// before one scrape and none after it showed no rate (CI, 2026-11-28 09:00, after the
+				// first error alone ended the kill). A real outage keeps erroring; this one is cut
+				// short once the alert's numerator could see it.
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+					if n, err := promQuery(m.promURL, `sum(rate(scheduler_schedule_attempts_total{result="error"}[2m])) > 0`); err == nil && n > 0 {
+						break
+					}
 				}
 				m.r.RestartExtender(t, "safe")
 				f.recovered = time.Now()
@@ -962,19 +967,6 @@ scrape_configs:
 	}
 	cancel()
 	return m.verdict(t, runStart, control, total)
-}
-
-// errorAttempts is the scheduling attempts the running kube-scheduler replicas counted as ending
-// in an error (scheduler_schedule_attempts_total{result="error"}), every profile; a replica whose
-// metrics cannot be read counts none.
-func (m *chaosMode) errorAttempts() float64 {
-	total := 0.0
-	for _, s := range m.replicas {
-		if n, err := attemptsCounted(s.Port, `result="error"`); err == nil {
-			total += n
-		}
-	}
-	return total
 }
 
 // httpTimeout is the longest httpTimeout of the extenders of a KubeSchedulerConfiguration.
