@@ -67,7 +67,7 @@ func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*cor
 	ours := func(set config.PluginSet) config.PluginSet {
 		var out config.PluginSet
 		for _, p := range set.Enabled {
-			if slices.Contains(a.Names(), p.Name) || p.Name == adapter.CombinedName {
+			if slices.Contains(a.Names(), p.Name) || p.Name == adapter.CombinedName || testRegistry[p.Name] != nil {
 				out.Enabled = append(out.Enabled, p)
 			}
 		}
@@ -83,6 +83,9 @@ func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*cor
 	}
 	registry := plugins.NewInTreeRegistry()
 	if err := registry.Merge(a.Registry()); err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Merge(testRegistry); err != nil {
 		t.Fatal(err)
 	}
 	snap := cache.NewSnapshot(pods, nodes)

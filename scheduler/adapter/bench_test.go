@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
@@ -24,7 +27,8 @@ import (
 // plugins modes (and the first's functions in the one plugin agents). Realistic nodes (fixtures) carrying usage statistics as an annotator writes
 // them (fixtures.UsageStatistics) and congestion, 8 pods bound on each (for pigeon's
 // allocation). The +decisions set keeps the last 1000 decisions, with what each agent saw
-// (kube-safe-scheduler's DECISIONS_KEPT): their cost.
+// (kube-safe-scheduler's DECISIONS_KEPT): their cost. Two reference sets: noop, a plugin at the
+// same extension points that does nothing (the framework's cost of any one plugin), and none.
 func BenchmarkPluginsPerPod(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{500, 2000, 5000} {
@@ -46,6 +50,12 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 			{"safe-overload+congestion+pigeon-holing", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n  - name: pigeon-holing\n", false},
 			// The same functions in one plugin, agents (weights 1 each, the plugin's their sum).
 			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n", false},
+			// A plugin at the same extension points that does nothing: what the framework
+			// charges any one plugin, the floor under agents(...).
+			{"noop", "multiPoint:\n  enabled:\n  - name: noop\n", false},
+			// No plugin at all: the framework's loops and this benchmark's own work (a pod, a
+			// cycle state), which every set above includes.
+			{"none", "multiPoint: {}\n", false},
 		} {
 			b.Run(fmt.Sprintf("%s/nodes=%d", set.name, n), func(b *testing.B) {
 				a := newAdapter(b, agents.All...)
@@ -224,3 +234,29 @@ func BenchmarkPluginsPerPodBatched(b *testing.B) {
 		}
 	}
 }
+
+// testRegistry holds the plugins newFramework adds to the in-tree ones and the adapter's.
+var testRegistry = frameworkruntime.Registry{
+	"noop": func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return noopPlugin{}, nil },
+}
+
+// noopPlugin has the adapter's extension points (PreFilter, Filter, PreScore, Score) and does
+// nothing at any: in BenchmarkPluginsPerPod, what kube-scheduler's framework costs per plugin
+// per pod and per node, which no plugin's own work can go below.
+type noopPlugin struct{}
+
+func (noopPlugin) Name() string { return "noop" }
+func (noopPlugin) PreFilter(context.Context, fwk.CycleState, *corev1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	return nil, nil
+}
+func (noopPlugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+func (noopPlugin) Filter(context.Context, fwk.CycleState, *corev1.Pod, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+func (noopPlugin) PreScore(context.Context, fwk.CycleState, *corev1.Pod, []fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+func (noopPlugin) Score(context.Context, fwk.CycleState, *corev1.Pod, fwk.NodeInfo) (int64, *fwk.Status) {
+	return 0, nil
+}
+func (noopPlugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
