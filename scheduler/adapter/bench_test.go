@@ -3,6 +3,7 @@ package adapter_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 )
 
 // BenchmarkPluginsPerPod measures what the plugins add to one pod's scheduling cycle, in
@@ -33,14 +35,7 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{500, 2000, 5000} {
 		nodes := benchNodes(n, now)
-		var pods []*corev1.Pod
-		for i, node := range nodes {
-			for k := range 8 {
-				p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), "100m", "128Mi")
-				p.Spec.NodeName = node.Name
-				pods = append(pods, p)
-			}
-		}
+		pods := boundPods(nodes)
 		for _, set := range []struct {
 			name, plugins string
 			decisions     bool // the adapter keeps decisions (DECISIONS_KEPT)
@@ -66,33 +61,90 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 				if strings.HasPrefix(set.name, "agents(") {
 					args = "- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"
 				}
-				fw, snap, err := newFramework(b, a, profileYAML(set.plugins, args), nodes, pods)
-				if err != nil {
-					b.Fatal(err)
-				}
-				infos, _ := snap.NodeInfos().List()
-				toFind := feasibleToFind(len(infos))
-				start := 0
-				b.ReportAllocs()
-				cpu0 := processCPU()
-				defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
-				for i := 0; b.Loop(); i++ {
-					pod := fixtures.Pod(fmt.Sprintf("p-%d", i), "100m", "128Mi")
-					state := schedframework.NewCycleState()
-					if _, s, _ := fw.RunPreFilterPlugins(b.Context(), state, pod); !s.IsSuccess() {
-						b.Fatal(s)
-					}
-					var feasible []fwk.NodeInfo
-					feasible, start = findFeasible(b, fw, state, pod, infos, start, toFind)
-					infos := feasible
-					if s := fw.RunPreScorePlugins(b.Context(), state, pod, infos); !s.IsSuccess() {
-						b.Fatal(s)
-					}
-					if _, s := fw.RunScorePlugins(b.Context(), state, pod, infos); !s.IsSuccess() {
-						b.Fatal(s)
-					}
-				}
+				perPodCycles(b, a, profileYAML(set.plugins, args), nodes, pods, nil)
 			})
+		}
+	}
+}
+
+// boundPods are 8 pods bound on each node (for pigeon's allocation, and safe's placed load).
+func boundPods(nodes []*corev1.Node) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i, node := range nodes {
+		for k := range 8 {
+			p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), "100m", "128Mi")
+			p.Spec.NodeName = node.Name
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// perPodCycles runs BenchmarkPluginsPerPod's cycle for each pod of the loop, calling update (if
+// not nil) before each with the pod's number and the snapshot's nodes.
+func perPodCycles(b *testing.B, a *adapter.Adapter, cfg string, nodes []*corev1.Node, pods []*corev1.Pod, update func(i int, infos []fwk.NodeInfo)) {
+	fw, snap, err := newFramework(b, a, cfg, nodes, pods)
+	if err != nil {
+		b.Fatal(err)
+	}
+	infos, _ := snap.NodeInfos().List()
+	toFind := feasibleToFind(len(infos))
+	start := 0
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	for i := 0; b.Loop(); i++ {
+		if update != nil {
+			update(i, infos)
+		}
+		pod := fixtures.Pod(fmt.Sprintf("p-%d", i), "100m", "128Mi")
+		state := schedframework.NewCycleState()
+		if _, s, _ := fw.RunPreFilterPlugins(b.Context(), state, pod); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+		var feasible []fwk.NodeInfo
+		feasible, start = findFeasible(b, fw, state, pod, infos, start, toFind)
+		if s := fw.RunPreScorePlugins(b.Context(), state, pod, feasible); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+		if _, s := fw.RunScorePlugins(b.Context(), state, pod, feasible); !s.IsSuccess() {
+			b.Fatal(s)
+		}
+	}
+}
+
+// BenchmarkPluginsPerPodNodeUpdates is BenchmarkPluginsPerPod's cycle while nodes change, as
+// they do under a node annotator rewriting each node's statistics every few minutes (at 5000
+// nodes and 100 pods a second, about one node for every other pod): before every updateEvery-th
+// pod, one node (in a fixed stride over the list) gets a new object and resourceVersion with
+// its statistics rewritten, set in the snapshot's NodeInfo in place as kube-scheduler's cache
+// does.
+func BenchmarkPluginsPerPodNodeUpdates(b *testing.B) {
+	now := time.Now()
+	for _, n := range []int{2000, 5000} {
+		nodes := benchNodes(n, now)
+		for _, set := range []struct{ name, plugins, args string }{
+			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n",
+				"- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"},
+			{"noop", "multiPoint:\n  enabled:\n  - name: noop\n", ""},
+		} {
+			for _, every := range []int{0, 2} {
+				b.Run(fmt.Sprintf("%s/update-every=%d/nodes=%d", set.name, every, n), func(b *testing.B) {
+					rv := len(nodes)
+					update := func(i int, infos []fwk.NodeInfo) {
+						if every == 0 || i%every != 0 {
+							return
+						}
+						ni := infos[(i/every*7919)%len(infos)].(*schedframework.NodeInfo)
+						node := ni.Node().DeepCopy()
+						rv++
+						node.ResourceVersion = strconv.Itoa(rv)
+						maps.Copy(node.Annotations, fixtures.UsageStatistics(rv, 16000, 64<<30, time.Now()))
+						ni.SetNode(node)
+					}
+					perPodCycles(b, newAdapter(b, agents.All...), profileYAML(set.plugins, set.args), nodes, boundPods(nodes), update)
+				})
+			}
 		}
 	}
 }
