@@ -123,6 +123,7 @@ func BenchmarkPluginsPerPodNodeUpdates(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{2000, 5000} {
 		nodes := benchNodes(n, now)
+		pods := boundPods(nodes)
 		for _, set := range []struct{ name, plugins, args string }{
 			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n",
 				"- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"},
@@ -142,7 +143,7 @@ func BenchmarkPluginsPerPodNodeUpdates(b *testing.B) {
 						maps.Copy(node.Annotations, fixtures.UsageStatistics(rv, 16000, 64<<30, time.Now()))
 						ni.SetNode(node)
 					}
-					perPodCycles(b, newAdapter(b, agents.All...), profileYAML(set.plugins, set.args), nodes, boundPods(nodes), update)
+					perPodCycles(b, newAdapter(b, agents.All...), profileYAML(set.plugins, set.args), nodes, pods, update)
 				})
 			}
 		}
