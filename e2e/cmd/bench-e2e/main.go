@@ -21,13 +21,17 @@
 // binding), so scheduler start-up is not counted. It prints a table with each mode's ratio to
 // "alone" (and, with -rounds, medians over interleaved rounds). Every pod requests 100m/128Mi
 // unless -requests gives classes of requests, which the pods of every mode then take in turn.
+// The nodes do not change during a mode's run unless -node-updates gives a rate: then their
+// statistics are rewritten, node after node, at that many nodes a second while the mode's pods
+// are scheduled, as a node annotator does (its PATCH_QPS bounds it to 20 by default).
 // Usage: make bench-e2e, or go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000
-// [-modes names,combined,plugins -rounds 3] [-requests mixed] [-cpuprofile dir].
+// [-modes names,combined,plugins -rounds 3] [-requests mixed] [-node-updates 20] [-cpuprofile dir].
 package main
 
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -43,6 +47,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -222,12 +227,17 @@ func main() {
 	flag.StringVar(&profileDir, "cpuprofile", "", "directory to write each scheduler's CPU profile to (<nodes>-<mode>.pprof, the first -profile-seconds of its run)")
 	flag.DurationVar(&profileFor, "profile-seconds", 5*time.Second, "length of each CPU profile")
 	requestList := flag.String("requests", defaultRequests, requestsHelp)
+	flag.Float64Var(&nodeUpdates, "node-updates", 0, "nodes whose usage statistics are rewritten per second while each mode's pods "+
+		"are scheduled (a new statistics-timestamp, as a node annotator's refresh writes; 20 is the annotator's default PATCH_QPS); 0: the nodes never change")
 	perfList := flag.String("perf", "SchedulingBasic,AnnotatedDefault,AnnotatedPlugins,AnnotatedPluginsPigeon,AnnotatedChurnDefault,AnnotatedChurnPlugins",
 		"comma-separated test cases of kube-scheduler's own benchmark (scheduler_perf, scheduler/perf/performance-config.yaml) "+
 			"to run after the modes in each round, at the node counts it has workloads for (\"\": none)")
 	flag.Parse()
 
 	s := harness.NewSession(os.Stderr)
+	if nodeUpdates < 0 || nodeUpdates > 1000 {
+		s.Fatalf("-node-updates: %v is not a rate of node updates a second in [0, 1000]", nodeUpdates)
+	}
 	defer s.Close()
 	var counts []int
 	for _, f := range strings.Split(*nodeCounts, ",") {
@@ -299,7 +309,7 @@ func main() {
 				}
 				before := serveTimes(p)
 				r := runMode(s, c, client, m, round, p, n, *pods, classes, *timeout)
-				serve := serveSummary(before, serveTimes(p), *pods) + batchText(r.batch, *pods)
+				serve := serveSummary(before, serveTimes(p), *pods) + batchText(r.batch, *pods) + updatesText(r.updates, *pods)
 				fmt.Fprintf(os.Stderr, "bench-e2e: %d nodes, round %d, %s: %.1f pods/s, scheduler %.2f CPU ms/pod, peak RSS %.0f MiB, extenders %.2f CPU ms/pod, load %.1f; extender time per call: %s\n",
 					n, round, m.name, r.rate, r.schedCPU, r.peak, r.extCPU, r.load, serve)
 				rows = append(rows, row{n, round, m, r, serve})
@@ -311,6 +321,9 @@ func main() {
 
 	fmt.Printf("\nkube-scheduler v1.37.1 throughput, %d pods per mode requesting %s in turn, %s, %d CPUs\n\n", *pods,
 		strings.Trim(fmt.Sprint(classes), "[]"), time.Now().UTC().Format("2006-01-02"), numCPU())
+	if nodeUpdates > 0 {
+		fmt.Printf("Node statistics rewritten at %g nodes a second during every mode's run (-node-updates).\n\n", nodeUpdates)
+	}
 	if len(perf) > 0 {
 		fmt.Println("perf:<case> rows are kube-scheduler's own benchmark (scheduler_perf, scheduler/perf): pods/s is its " +
 			"SchedulingThroughput average, CPU the test process's (the scheduler and its in-process kube-apiserver) per " +
@@ -395,7 +408,57 @@ func medianText(v []float64) string {
 var (
 	profileDir string
 	profileFor time.Duration
+	// nodeUpdates is -node-updates: node statistics rewrites a second during each mode's run.
+	nodeUpdates float64
 )
+
+// rewriteNodes rewrites the usage statistics of the nodes, node-00000 onwards and round again
+// (each mode sees the same sequence), at rate nodes a second until stop is closed, as a node
+// annotator refreshing them does: a merge patch of the node's annotations with the same
+// statistics as createNodes wrote (fixtures.UsageStatistics of its number) and the time of the
+// rewrite as their statistics-timestamp. Each rewrite gives the node a new resourceVersion, so
+// kube-scheduler updates its NodeInfo and the agents see a changed node. The returned wait
+// stops the rewrites and gives how many were made, and the first patch's error.
+func rewriteNodes(ctx context.Context, client kubernetes.Interface, nodes int, rate float64) (wait func() (int, error)) {
+	stop := make(chan struct{})
+	var (
+		made     int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tick.Stop()
+		for i := 0; ; i = (i + 1) % nodes {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+				"annotations": fixtures.UsageStatistics(i, 32000, 128<<30, time.Now())}})
+			if err == nil {
+				_, err = client.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("node-%05d", i), types.MergePatchType, body, metav1.PatchOptions{})
+			}
+			if err != nil {
+				if firstErr == nil && ctx.Err() == nil {
+					firstErr = fmt.Errorf("rewriting node-%05d: %w", i, err)
+				}
+				continue
+			}
+			made++
+		}
+	}()
+	return func() (int, error) {
+		close(stop)
+		wg.Wait()
+		return made, firstErr
+	}
+}
 
 // cpuProfile saves the scheduler's CPU profile (its /debug/pprof/profile) over the next
 // profileFor to file; a failure is reported, not fatal.
@@ -547,11 +610,15 @@ type result struct {
 	// binding; peak is the scheduler's peak resident memory then (VmHWM), in MiB.
 	batch map[string]float64
 	peak  float64
+	// updates is how many node statistics were rewritten during the run (-node-updates), from
+	// the scheduler's start to the last binding.
+	updates int
 }
 
 func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface, m mode, round int, p ports, nodes, pods int, classes []request, timeout time.Duration) result {
 	ctx, cancel := context.WithTimeout(s.Context(), timeout)
 	defer cancel()
+	var r result
 	ns := fmt.Sprintf("bench-%s-%d", m.name, round)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		s.Fatalf("namespace %s: %v", ns, err)
@@ -638,6 +705,10 @@ profiles:
 	}
 	// The metrics and the profile are read anonymously, on loopback.
 	opts.Args = append(opts.Args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/profile")
+	var updates func() (int, error)
+	if nodeUpdates > 0 {
+		updates = rewriteNodes(ctx, client, nodes, nodeUpdates)
+	}
 	sched := c.StartScheduler(s, opts)
 	defer sched.Stop()
 	mu.Lock()
@@ -664,6 +735,13 @@ profiles:
 		mu.Unlock()
 		s.Fatalf("%s: %d of %d pods bound before the timeout; scheduler log:\n%s", m.name, n, pods, sched.Tail(30))
 	}
+	if updates != nil {
+		n, err := updates()
+		if err != nil {
+			s.Fatalf("%s: %v", m.name, err)
+		}
+		r.updates = n
+	}
 	<-profiled
 	batch, err := batchAttempts(sched.Port)
 	if err != nil {
@@ -679,7 +757,6 @@ profiles:
 	if err := client.CoreV1().Pods(ns).DeleteCollection(s.Context(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 		s.Fatalf("deleting pods: %v", err)
 	}
-	var r result
 	if span := last.Sub(first).Seconds(); span > 0 {
 		r.rate = float64(pods-1) / span
 	}
@@ -709,6 +786,14 @@ func peakText(mib float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f", mib)
+}
+
+// updatesText gives the node rewrites made during the run, when -node-updates asked for them.
+func updatesText(updates, pods int) string {
+	if nodeUpdates == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d node updates (one per %.1f pods)", updates, float64(pods)/max(float64(updates), 1))
 }
 
 // batchText gives the batching hints used of the pods, when any attempt was counted.
