@@ -69,7 +69,13 @@ type mode struct {
 	// List): with them, kube-scheduler signs no pod and so never batches. Such a mode's ratios are
 	// to alone-nospread.
 	noDefaultSpread bool
+	// binary, when set, is the plugin scheduler to run instead of the one built from this tree
+	// (-base-scheduler's "@base" modes).
+	binary string
 }
+
+// baseSuffix marks the modes run with -base-scheduler's binary.
+const baseSuffix = "@base"
 
 type ports struct {
 	safe, congestion, pigeon, template, template2, combined int
@@ -232,6 +238,8 @@ func main() {
 	perfList := flag.String("perf", "SchedulingBasic,AnnotatedDefault,AnnotatedPlugins,AnnotatedPluginsPigeon,AnnotatedChurnDefault,AnnotatedChurnPlugins",
 		"comma-separated test cases of kube-scheduler's own benchmark (scheduler_perf, scheduler/perf/performance-config.yaml) "+
 			"to run after the modes in each round, at the node counts it has workloads for (\"\": none)")
+	baseScheduler := flag.String("base-scheduler", "", "a kube-safe-scheduler binary built from another commit (make build-scheduler there): every "+
+		"selected plugins mode also runs with it, as <mode>"+baseSuffix+", in the same rounds, so that a change is measured side by side")
 	flag.Parse()
 
 	s := harness.NewSession(os.Stderr)
@@ -259,7 +267,22 @@ func main() {
 	if err != nil {
 		s.Fatalf("%v", err)
 	}
-	all := append(append([]mode(nil), modes...), perf...)
+	all := append([]mode(nil), modes...)
+	if *baseScheduler != "" {
+		if st, err := os.Stat(*baseScheduler); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			s.Fatalf("-base-scheduler: %q is not an executable file (%v)", *baseScheduler, err)
+		}
+		for _, m := range modes {
+			if m.plugins != "" && selected[m.name] {
+				m.name += baseSuffix
+				m.about += ", the -base-scheduler binary"
+				m.binary = *baseScheduler
+				all = append(all, m)
+				selected[m.name] = true
+			}
+		}
+	}
+	all = append(all, perf...)
 	for _, m := range perf {
 		selected[m.name] = true
 	}
@@ -619,7 +642,7 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 	ctx, cancel := context.WithTimeout(s.Context(), timeout)
 	defer cancel()
 	var r result
-	ns := fmt.Sprintf("bench-%s-%d", m.name, round)
+	ns := fmt.Sprintf("bench-%s-%d", strings.ReplaceAll(m.name, baseSuffix, "-base"), round)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		s.Fatalf("namespace %s: %v", ns, err)
 	}
@@ -699,8 +722,11 @@ leaderElection:
 profiles:
 - schedulerName: my-scheduler
 ` + m.profileConfig() + m.extendersSection(p)
-	opts := harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", m.name, round), Config: []byte(cfg)}
-	if m.plugins != "" {
+	opts := harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", strings.ReplaceAll(m.name, baseSuffix, "-base"), round), Config: []byte(cfg)}
+	switch {
+	case m.binary != "":
+		opts.Binary = m.binary
+	case m.plugins != "":
 		opts.Binary = harness.BuildPluginScheduler(s)
 	}
 	// The metrics and the profile are read anonymously, on loopback.

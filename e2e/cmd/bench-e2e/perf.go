@@ -62,7 +62,7 @@ func baseOf(name string) string {
 	if c, ok := strings.CutPrefix(name, perfPrefix); ok {
 		return perfPrefix + perfCases[c].base
 	}
-	if strings.HasSuffix(name, "-nospread") {
+	if strings.HasSuffix(strings.TrimSuffix(name, baseSuffix), "-nospread") {
 		return "alone-nospread"
 	}
 	return "alone"

@@ -44,6 +44,9 @@ func TestPerfModes(t *testing.T) {
 	if err != nil || len(m) != 2 || m[0].name != "perf:AnnotatedPlugins" || baseOf(m[0].name) != "perf:AnnotatedDefault" {
 		t.Fatalf("perfModes: %v, %v", m, err)
 	}
+	if baseOf("plugins-agents-nospread"+baseSuffix) != "alone-nospread" || baseOf("plugins"+baseSuffix) != "alone" {
+		t.Error("baseOf: a -base-scheduler mode's base is its twin's")
+	}
 	if baseOf("perf:AnnotatedChurnPlugins") != "perf:AnnotatedChurnDefault" || baseOf("plugins") != "alone" {
 		t.Error("baseOf: a churn case's base is its default profile's, a mode's is alone")
 	}
