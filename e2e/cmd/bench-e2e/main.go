@@ -436,10 +436,10 @@ var (
 )
 
 // rewriteNodes rewrites the usage statistics of the nodes, node-00000 onwards and round again
-// (each mode sees the same sequence), at rate nodes a second until stop is closed, as a node
-// annotator refreshing them does: a merge patch of the node's annotations with the same
-// statistics as createNodes wrote (fixtures.UsageStatistics of its number) and the time of the
-// rewrite as their statistics-timestamp. Each rewrite gives the node a new resourceVersion, so
+// (each mode sees the same sequence), at rate nodes a second until the returned wait is called,
+// as a node annotator refreshing them does: a merge patch of the node's annotations with the
+// same statistics as createNodes wrote (nodeStatistics) and the time of the rewrite as their
+// statistics-timestamp. Each rewrite gives the node a new resourceVersion, so
 // kube-scheduler updates its NodeInfo and the agents see a changed node. The returned wait
 // stops the rewrites and gives how many were made, and the first patch's error.
 func rewriteNodes(ctx context.Context, client kubernetes.Interface, nodes int, rate float64) (wait func() (int, error)) {
@@ -463,7 +463,7 @@ func rewriteNodes(ctx context.Context, client kubernetes.Interface, nodes int, r
 			case <-tick.C:
 			}
 			body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-				"annotations": fixtures.UsageStatistics(i, 32000, 128<<30, time.Now())}})
+				"annotations": nodeStatistics(i, time.Now())}})
 			if err == nil {
 				_, err = client.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("node-%05d", i), types.MergePatchType, body, metav1.PatchOptions{})
 			}
@@ -558,7 +558,7 @@ func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 	specs := make([]harness.NodeSpec, n)
 	now := time.Now()
 	for i := range specs {
-		annotations := fixtures.UsageStatistics(i, 32000, 128<<30, now)
+		annotations := nodeStatistics(i, now)
 		annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
 		annotations["template.extender/score"] = strconv.Itoa(i % 11)
 		specs[i] = harness.NodeSpec{
@@ -571,6 +571,11 @@ func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 		c.CreateNode(s, specs[i])
 		return nil
 	})
+}
+
+// nodeStatistics are the usage statistics of node number i (32 cores, 128 GiB) written at now.
+func nodeStatistics(i int, now time.Time) map[string]string {
+	return fixtures.UsageStatistics(i, 32000, 128<<30, now)
 }
 
 // parallel runs f(0..n-1) on 16 workers and stops the session at the first error.

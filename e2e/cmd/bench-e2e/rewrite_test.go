@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
 	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
@@ -23,7 +22,7 @@ func TestRewriteNodes(t *testing.T) {
 	var objs []corev1.Node
 	client := fake.NewClientset()
 	for i := range nodes {
-		a := fixtures.UsageStatistics(i, 32000, 128<<30, created)
+		a := nodeStatistics(i, created)
 		a["congestion-factor"] = "7"
 		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), Annotations: a}}
 		objs = append(objs, n)
@@ -66,7 +65,7 @@ func TestRewriteNodes(t *testing.T) {
 		if err != nil || !at.After(created) {
 			t.Errorf("%s: statistics-timestamp %q (%v), want a time after the creation's %v", before.Name, after.Annotations[nodestats.StatisticsTimestamp], err, created)
 		}
-		want := fixtures.UsageStatistics(i, 32000, 128<<30, at)
+		want := nodeStatistics(i, at)
 		want["congestion-factor"] = "7"
 		if !maps.Equal(after.Annotations, want) {
 			t.Errorf("%s: annotations %v, want %v", before.Name, after.Annotations, want)
