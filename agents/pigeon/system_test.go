@@ -50,10 +50,12 @@ func (c *changingCluster) use(r *rand.Rand, node string) {
 // nodes cordoned and uncordoned (a new resourceVersion), added, removed, listed in another
 // order or without a resourceVersion, each followed by a pod scored on a random subset of the
 // nodes (and, at times, a node the cluster does not list), by one agent of each kind that
-// lives through the whole sequence.
+// lives through the whole sequence. Nodes are also rewritten as an annotator does (a new
+// resourceVersion, new annotations, the same allocatable): the kept system takes them in place.
 func TestSystemMatchesRebuild(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 11))
-	kept := 0 // calls that reused the kept system
+	kept := 0     // calls that reused the kept system
+	rewrites := 0 // of them, calls after a node was rewritten
 	for iter := range 60 {
 		cfg := config(1+r.IntN(3), []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes}[r.IntN(4)])
 		cfg.ResourceIndex = r.IntN(cfg.NumResources)
@@ -81,7 +83,8 @@ func TestSystemMatchesRebuild(t *testing.T) {
 		}
 		added := len(c.nodes)
 		for step := range 30 {
-			switch k := r.IntN(10); {
+			rewritten := false
+			switch k := r.IntN(11); {
 			case k < 4: // pods placed or gone: usage changes
 				c.use(r, c.nodes[r.IntN(len(c.nodes))].Name)
 			case k == 4: // cordoned or uncordoned
@@ -103,6 +106,14 @@ func TestSystemMatchesRebuild(t *testing.T) {
 				n := c.nodes[i].DeepCopy()
 				n.ResourceVersion = ""
 				c.nodes[i] = n
+			case k == 9: // statistics rewritten: a new version, the same allocatable
+				i := r.IntN(len(c.nodes))
+				n := c.nodes[i].DeepCopy()
+				rv++
+				n.ResourceVersion = strconv.Itoa(rv)
+				n.Annotations = map[string]string{"statistics-timestamp": strconv.Itoa(rv)}
+				c.nodes[i] = n
+				rewritten = true
 			default: // nothing changed
 			}
 			var subset []*corev1.Node
@@ -131,10 +142,13 @@ func TestSystemMatchesRebuild(t *testing.T) {
 			}
 			if keptBefore != nil && memo.system == keptBefore {
 				kept++
+				if rewritten {
+					rewrites++
+				}
 			}
 		}
 	}
-	if kept < 500 {
-		t.Errorf("only %d calls reused the kept system: the test does not exercise it", kept)
+	if kept < 500 || rewrites < 50 {
+		t.Errorf("only %d calls reused the kept system, %d after a node was rewritten: the test does not exercise it", kept, rewrites)
 	}
 }

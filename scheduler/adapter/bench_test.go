@@ -127,6 +127,8 @@ func BenchmarkPluginsPerPodNodeUpdates(b *testing.B) {
 		for _, set := range []struct{ name, plugins, args string }{
 			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n",
 				"- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"},
+			{"agents(safe-overload+congestion+pigeon-holing)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 3\n",
+				"- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}, {name: pigeon-holing}]\n"},
 			{"noop", "multiPoint:\n  enabled:\n  - name: noop\n", ""},
 		} {
 			for _, every := range []int{0, 2} {
