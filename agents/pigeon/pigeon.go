@@ -332,8 +332,8 @@ type systemMemo struct {
 // without it (or when it no longer knows), every node whose generation moved; a list of other
 // nodes, in another order, a node whose schedulability or capacity changed (keepsRead) or one
 // without a resourceVersion builds it anew. A listed node that is the object listed before is
-// that version (objects from the cluster are never modified), which spares reading it. The caller holds sysMu until it no longer reads
-// the result.
+// that version (objects from the cluster are never modified), which spares reading it. The
+// caller holds sysMu until it no longer reads the result.
 func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 	m := a.system
 	// The changes are asked for before anything is read: a change after the call is after
@@ -355,7 +355,9 @@ func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 		}
 		same = n.Name == m.names[i] && n.ResourceVersion != "" && m.versions[i] != "" &&
 			(n.ResourceVersion == m.versions[i] || a.keepsRead(m, i, n))
-		if same { // another object of the same version (a relist), or a version the system reads the same: known by it from now on
+		// Another object of the same version (a relist), or a version the system reads the
+		// same: known by it from now on.
+		if same {
 			delete(m.byNode, m.nodes[i])
 			m.nodes[i], m.versions[i] = n, n.ResourceVersion
 			if m.at[i] >= 0 {

@@ -243,10 +243,10 @@ func main() {
 	flag.Parse()
 
 	s := harness.NewSession(os.Stderr)
+	defer s.Close()
 	if nodeUpdates < 0 || nodeUpdates > 1000 {
 		s.Fatalf("-node-updates: %v is not a rate of node updates a second in [0, 1000]", nodeUpdates)
 	}
-	defer s.Close()
 	var counts []int
 	for _, f := range strings.Split(*nodeCounts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -465,11 +465,11 @@ func rewriteNodes(ctx context.Context, client kubernetes.Interface, nodes int, r
 			body, err := json.Marshal(map[string]any{"metadata": map[string]any{
 				"annotations": nodeStatistics(i, time.Now())}})
 			if err == nil {
-				_, err = client.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("node-%05d", i), types.MergePatchType, body, metav1.PatchOptions{})
+				_, err = client.CoreV1().Nodes().Patch(ctx, nodeName(i), types.MergePatchType, body, metav1.PatchOptions{})
 			}
 			if err != nil {
 				if firstErr == nil && ctx.Err() == nil {
-					firstErr = fmt.Errorf("rewriting node-%05d: %w", i, err)
+					firstErr = fmt.Errorf("rewriting %s: %w", nodeName(i), err)
 				}
 				continue
 			}
@@ -562,7 +562,7 @@ func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 		annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
 		annotations["template.extender/score"] = strconv.Itoa(i % 11)
 		specs[i] = harness.NodeSpec{
-			Name: fmt.Sprintf("node-%05d", i), CPU: "32", Memory: "128Gi", Pods: "110",
+			Name: nodeName(i), CPU: "32", Memory: "128Gi", Pods: "110",
 			Annotations: annotations,
 			Labels:      map[string]string{"template.extender/allowed": "true"},
 		}
@@ -572,6 +572,9 @@ func createNodes(s *harness.Session, c *harness.Cluster, n int) {
 		return nil
 	})
 }
+
+// nodeName is the name of node number i.
+func nodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
 
 // nodeStatistics are the usage statistics of node number i (32 cores, 128 GiB) written at now.
 func nodeStatistics(i int, now time.Time) map[string]string {
@@ -647,7 +650,9 @@ func runMode(s *harness.Session, c *harness.Cluster, client kubernetes.Interface
 	ctx, cancel := context.WithTimeout(s.Context(), timeout)
 	defer cancel()
 	var r result
-	ns := fmt.Sprintf("bench-%s-%d", strings.ReplaceAll(m.name, baseSuffix, "-base"), round)
+	// id names the mode's namespace and scheduler ("@" is not allowed in a namespace).
+	id := fmt.Sprintf("%s-%d", strings.ReplaceAll(m.name, baseSuffix, "-base"), round)
+	ns := "bench-" + id
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		s.Fatalf("namespace %s: %v", ns, err)
 	}
@@ -727,7 +732,7 @@ leaderElection:
 profiles:
 - schedulerName: my-scheduler
 ` + m.profileConfig() + m.extendersSection(p)
-	opts := harness.SchedulerOptions{Name: fmt.Sprintf("scheduler-%s-%d", strings.ReplaceAll(m.name, baseSuffix, "-base"), round), Config: []byte(cfg)}
+	opts := harness.SchedulerOptions{Name: "scheduler-" + id, Config: []byte(cfg)}
 	switch {
 	case m.binary != "":
 		opts.Binary = m.binary

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ func TestRewriteNodes(t *testing.T) {
 	for i := range nodes {
 		a := nodeStatistics(i, created)
 		a["congestion-factor"] = "7"
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), Annotations: a}}
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i), Annotations: a}}
 		objs = append(objs, n)
 		if _, err := client.CoreV1().Nodes().Create(context.Background(), &n, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -52,7 +51,7 @@ func TestRewriteNodes(t *testing.T) {
 		}
 	}
 	for i, name := range order {
-		if want := fmt.Sprintf("node-%05d", i%nodes); name != want {
+		if want := nodeName(i % nodes); name != want {
 			t.Fatalf("patch %d was of %s, want %s (in order, round again): %v", i, name, want, order)
 		}
 	}
