@@ -26,10 +26,12 @@ import (
 // Cache is the informer-backed view of the cluster. Build it with Connect or NewCache, start it
 // once with Start; every method is safe for concurrent use, before and after the caches sync.
 //
-// Its node and pod informers are those of a shared informer factory (Informers), which agents
-// use for their own handlers and listers (framework.Handle.Informers): one watch of pods and
-// one of nodes per process. Informers over other resources come from its dynamic informer
-// factory (Dynamic). Start runs every informer asked for before it.
+// Its node informer is that of a shared informer factory (Informers), which agents use for
+// their own handlers and listers (framework.Handle.Informers). Its pod informer is its own: it
+// stores each pod as a compact record (podRecord), and agents add their handlers to it through
+// PodEvents, which gives them pods: one watch of pods and one of nodes per process. Informers
+// over other resources come from its dynamic informer factory (Dynamic). Start runs every
+// informer asked for before it.
 type Cache struct {
 	client kubernetes.Interface
 	// rest is the client configuration, nil for a Cache built over a given clientset.
@@ -56,7 +58,7 @@ type Cache struct {
 	// node's generation of them (NodePods): lastGen is the last generation given out, so that a
 	// generation is never given to two different sets of pods; a node without pods has none
 	// (generation 0, always the empty set).
-	onNode  map[string]map[string]*corev1.Pod
+	onNode  map[string]map[string]*podRecord
 	podsGen map[string]int64
 	lastGen int64
 	// journal holds the nodes of the last len(journal) changes (NodePodsChanges): every
@@ -151,30 +153,29 @@ func newCache(client kubernetes.Interface, dyn dynamic.Interface, log *logrus.En
 		health:       health,
 		contribution: map[string]podShare{},
 		alloc:        map[string]framework.Amounts{},
-		onNode:       map[string]map[string]*corev1.Pod{},
+		onNode:       map[string]map[string]*podRecord{},
 		podsGen:      map[string]int64{},
 		factory:      informers.NewSharedInformerFactory(client, 0),
 	}
 	if dyn != nil {
 		s.dynamic = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	}
-	// The factory's node and pod informers are these (InformerFor registers them by type:
-	// Informers().Core().V1().Pods() returns the same informer).
+	// The factory's node informer is this one (InformerFor registers it by type:
+	// Informers().Core().V1().Nodes() returns the same informer).
 	s.nodes = s.factory.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewNodeInformer(c, resync, cache.Indexers{})
 	})
-	// Terminated pods hold no resources: leave them in the API server (as kube-scheduler's pod
-	// informer does). A pod that terminates leaves the watch's selection and arrives as a
-	// deletion.
-	s.pods = s.factory.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{},
-			func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.AndSelectors(
-					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-					fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-				).String()
-			})
-	})
+	// The pod informer is not the factory's: its store holds records, which the factory's
+	// listers would not read. Terminated pods hold no resources: leave them in the API server
+	// (as kube-scheduler's pod informer does). A pod that terminates leaves the watch's
+	// selection and arrives as a deletion.
+	s.pods = coreinformers.NewFilteredPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.AndSelectors(
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+			).String()
+		})
 	for kind, inf := range map[string]cache.SharedIndexInformer{"nodes": s.nodes, "pods": s.pods} {
 		// Neither call can fail before the informer starts.
 		_ = inf.SetTransform(strip)
@@ -206,8 +207,9 @@ func (s *Cache) RESTConfig() *rest.Config {
 	return rest.CopyConfig(s.rest)
 }
 
-// Informers returns the shared informer factory whose node and pod informers the Cache runs.
-// Informers asked of it before Start run with the Cache's.
+// Informers returns the shared informer factory whose node informer the Cache runs. Informers
+// asked of it before Start run with the Cache's. Its pod informer is not the Cache's (PodEvents):
+// asking for it starts a second watch of every pod.
 func (s *Cache) Informers() informers.SharedInformerFactory { return s.factory }
 
 // Dynamic returns the factory of informers over other resources (custom resources), nil for a
@@ -220,9 +222,14 @@ func (s *Cache) Dynamic() dynamicinformer.DynamicSharedInformerFactory { return 
 // component.
 func (s *Cache) Handle(h framework.Handle, component string) framework.Handle {
 	h.Cluster, h.NodePods, h.PodsChanges, h.Informers, h.Dynamic, h.Client, h.Events = s, s, s, s.factory, s.dynamic, s.client, s.Events(component)
+	h.PodEvents = s.PodEvents()
 	h.KubeConfig = s.RESTConfig()
 	return h
 }
+
+// PodEvents returns the source of the Cache's pod events (framework.Handle.PodEvents): a handler
+// added to it gets every record as a *corev1.Pod.
+func (s *Cache) PodEvents() framework.PodEvents { return podEvents{s.pods} }
 
 // Start runs the informers asked for so far (the node and pod informers, and those agents
 // asked for) until ctx is done or stop is called; stop returns once they have stopped. Only the
@@ -230,9 +237,11 @@ func (s *Cache) Handle(h framework.Handle, component string) framework.Handle {
 func (s *Cache) Start(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	started := false
+	var pods sync.WaitGroup
 	s.startOnce.Do(func() {
 		s.log.Info("starting the node and pod informers")
 		started = true
+		pods.Go(func() { s.pods.RunWithContext(ctx) })
 		s.factory.Start(ctx.Done())
 		if s.dynamic != nil {
 			s.dynamic.Start(ctx.Done())
@@ -241,6 +250,7 @@ func (s *Cache) Start(ctx context.Context) (stop func()) {
 	return func() {
 		cancel()
 		if started {
+			pods.Wait()
 			s.factory.Shutdown()
 			if s.dynamic != nil {
 				s.dynamic.Shutdown()
@@ -292,7 +302,7 @@ func (s *Cache) Pods() []*corev1.Pod {
 	objs := s.pods.GetStore().List()
 	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok && !terminated(p) {
+		if p := podOf(o); p != nil && !terminated(p) {
 			out = append(out, p)
 		}
 	}
@@ -318,19 +328,25 @@ func (s *Cache) PodsGeneration(node string) int64 {
 	return s.podsGen[node]
 }
 
-// PodsOn implements framework.NodePods: the pods that Allocated counts for node.
+// PodsOn implements framework.NodePods: the pods that Allocated counts for node, each a new
+// *corev1.Pod of its record.
 func (s *Cache) PodsOn(node string) ([]*corev1.Pod, int64) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	pods := s.onNode[node]
+	pods, generation := s.onNode[node], s.podsGen[node]
 	if len(pods) == 0 {
-		return nil, s.podsGen[node]
+		s.mu.RUnlock()
+		return nil, generation
 	}
-	out := make([]*corev1.Pod, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p)
+	records := make([]*podRecord, 0, len(pods))
+	for _, r := range pods {
+		records = append(records, r)
 	}
-	return out, s.podsGen[node]
+	s.mu.RUnlock()
+	out := make([]*corev1.Pod, len(records))
+	for i, r := range records {
+		out[i] = r.pod()
+	}
+	return out, generation
 }
 
 // PodsChangedSince implements framework.NodePodsChanges from the journal: the nodes of the
@@ -367,14 +383,14 @@ func (s *Cache) changedLocked(node string) {
 	s.podsGen[node] = s.lastGen
 }
 
-// indexLocked records p (key) on node, replacing an older version of it.
-func (s *Cache) indexLocked(node, key string, p *corev1.Pod) {
+// indexLocked records r (key) on node, replacing an older version of it.
+func (s *Cache) indexLocked(node, key string, r *podRecord) {
 	pods := s.onNode[node]
 	if pods == nil {
-		pods = map[string]*corev1.Pod{}
+		pods = map[string]*podRecord{}
 		s.onNode[node] = pods
 	}
-	pods[key] = p
+	pods[key] = r
 	s.changedLocked(node)
 }
 
@@ -419,15 +435,12 @@ func share(p *corev1.Pod) (podShare, bool) {
 }
 
 func (s *Cache) podChanged(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
+	r := recordOf(obj)
+	if r == nil {
 		return
 	}
-	key, err := cache.MetaNamespaceKeyFunc(p)
-	if err != nil {
-		return
-	}
-	next, counts := share(p)
+	key := r.key()
+	next, counts := share(r.pod())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, counted := s.contribution[key]
@@ -436,7 +449,7 @@ func (s *Cache) podChanged(obj any) {
 		s.unindexLocked(prev.node, key)
 	}
 	if counts {
-		s.indexLocked(next.node, key, p)
+		s.indexLocked(next.node, key, r)
 	}
 	if counted && counts && prev.equal(next) {
 		return // a status or label change: the allocation stays

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,9 +21,10 @@ import (
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
-// The Handle the Cache fills: its factory's pod and node informers are the Cache's own (a
-// handler sees the pods as the cache keeps them: labels kept, the rest stripped), and an
-// informer asked of its dynamic factory before Start runs with the Cache.
+// The Handle the Cache fills: its factory's node informer is the Cache's own, its PodEvents the
+// Cache's pod informer (a handler sees each pod as the cache keeps it, as a *corev1.Pod: labels
+// kept, the rest stripped; deletions too), and an informer asked of its dynamic factory before
+// Start runs with the Cache.
 func TestHandleInformers(t *testing.T) {
 	gvr := schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
 	group := &unstructured.Unstructured{Object: map[string]any{
@@ -34,22 +36,21 @@ func TestHandleInformers(t *testing.T) {
 		map[schema.GroupVersionResource]string{gvr: "PodGroupList"}, group)
 	s := NewCache(client, dyn, quietLog())
 	h := s.Handle(framework.NewHandle(nil), "test")
-	if h.Cluster != s || h.Informers == nil || h.Dynamic == nil || h.Client != client || h.Events == nil {
+	if h.Cluster != s || h.Informers == nil || h.PodEvents == nil || h.Dynamic == nil || h.Client != client || h.Events == nil {
 		t.Fatalf("handle %+v: want every cluster field but KubeConfig (a Cache over a clientset has none)", h)
 	}
 	if h.KubeConfig != nil {
 		t.Fatalf("KubeConfig %v for a Cache built over a clientset", h.KubeConfig)
 	}
-	pods := h.Informers.Core().V1().Pods().Informer()
-	if pods.GetStore() != s.pods.GetStore() || h.Informers.Core().V1().Nodes().Informer().GetStore() != s.nodes.GetStore() {
-		t.Fatal("the factory's pod and node informers are not the Cache's: the process would watch them twice")
+	if h.Informers.Core().V1().Nodes().Informer().GetStore() != s.nodes.GetStore() {
+		t.Fatal("the factory's node informer is not the Cache's: the process would watch nodes twice")
 	}
 	groups := h.Dynamic.ForResource(gvr).Informer()
 
 	var mu sync.Mutex
 	var got []string
 	seen := map[string]*corev1.Pod{}
-	reg, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := h.PodEvents.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -108,9 +109,17 @@ func TestHandleInformers(t *testing.T) {
 		defer mu.Unlock()
 		return len(got) >= 2, strings.Join(got, ", ")
 	})
+	if err := client.CoreV1().Pods("ns").Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the handler sees a's deletion", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 3, strings.Join(got, ", ")
+	})
 	mu.Lock()
 	defer mu.Unlock()
-	if got[0] != "add a" {
-		t.Errorf("events %q: want a's addition first", got)
+	if want := []string{"add a", "update a Failed", "delete ns/a"}; !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }

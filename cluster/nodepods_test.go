@@ -31,6 +31,7 @@ func TestNodePodsFollowEvents(t *testing.T) {
 		for step := range 200 {
 			name := fmt.Sprintf("p%d", r.IntN(12))
 			p := makePod(name, nodes[r.IntN(len(nodes))], fmt.Sprintf("%dm", 10*r.IntN(3)), "1Mi")
+			p.ResourceVersion = fmt.Sprint(step) // which version of the pod PodsOn gives
 			switch k := r.IntN(10); {
 			case k < 6:
 				if r.IntN(2) == 0 {
@@ -53,13 +54,13 @@ func TestNodePodsFollowEvents(t *testing.T) {
 				var want []string
 				for _, q := range last {
 					if q != nil && q.Spec.NodeName == node && !terminated(q) {
-						want = append(want, fmt.Sprintf("%s@%p", q.Name, q))
+						want = append(want, q.Name+"@"+q.ResourceVersion)
 					}
 				}
 				pods, gen := s.PodsOn(node)
 				var got []string
 				for _, q := range pods {
-					got = append(got, fmt.Sprintf("%s@%p", q.Name, q))
+					got = append(got, q.Name+"@"+q.ResourceVersion)
 				}
 				slices.Sort(want)
 				slices.Sort(got)

@@ -18,20 +18,23 @@ import (
 // status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
 // reads: each container's and init container's name, resource requests and restart policy,
 // the pod-level resource requests and the overhead. For the reward agent, which learns from pod
-// outcomes, they also keep the Ready condition when True and the PodScheduled condition while
-// Pending (type, status and last transition time only), and the statuses of containers that have
-// restarted (name, restart count, last termination's start and finish). Everything else (images, commands, env, volumes,
-// probes, annotations, owner references but the controller's, other status details) is dropped.
-// The controller reference (API version, kind, name, controller flag) stays for the pod's workload
+// outcomes, and for safe's placed load, they also keep the Ready condition when True and the
+// PodScheduled condition while Pending or once True (type, status and last transition time
+// only), and the statuses of containers that have restarted (name, restart count, last
+// termination's start and finish). Everything else (images, commands, env, volumes, probes,
+// annotations, owner references but the controller's, other status details) is dropped. The
+// controller reference (API version, kind, name, controller flag) stays for the pod's workload
 // (package workload: the usage learner and the reward agent's pod types). Equal label maps and
 // resource lists, stripped containers and controller references are shared among pods
-// (interner): the replicas of a workload hold one copy.
+// (interner): the replicas of a workload hold one copy. A pod is stored as a podRecord of what
+// it keeps (recordPod), which its readers get back as a *corev1.Pod; a record (given again, as
+// the informer may) passes through.
 func strip(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
 		return stripNode(o), nil
 	case *corev1.Pod:
-		return stripPod(o), nil
+		return recordPod(o), nil
 	}
 	return obj, nil
 }
@@ -55,32 +58,6 @@ func controllerRef(p *corev1.Pod) []metav1.OwnerReference {
 		return nil
 	}
 	return shared.Owners([]metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, Controller: ref.Controller}})
-}
-
-func stripPod(p *corev1.Pod) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:         shared.String(p.Namespace),
-			Name:              p.Name,
-			UID:               p.UID,
-			ResourceVersion:   p.ResourceVersion,
-			Labels:            shared.Labels(p.Labels),
-			DeletionTimestamp: p.DeletionTimestamp,
-			OwnerReferences:   controllerRef(p),
-		},
-		Spec: corev1.PodSpec{
-			NodeName:       p.Spec.NodeName,
-			Containers:     stripContainers(p.Spec.Containers),
-			InitContainers: stripContainers(p.Spec.InitContainers),
-			Overhead:       shared.ResourceList(p.Spec.Overhead),
-			Resources:      podResources(p.Spec.Resources),
-		},
-		Status: corev1.PodStatus{
-			Phase:             corev1.PodPhase(shared.String(string(p.Status.Phase))),
-			Conditions:        stripConditions(p),
-			ContainerStatuses: stripContainerStatuses(p.Status.ContainerStatuses),
-		},
-	}
 }
 
 // stripConditions keeps what tells when a pod became ready or was bound, and no more: the Ready

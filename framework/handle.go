@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Handle is what a program gives every agent it builds: the same for every agent, whichever
@@ -34,13 +35,21 @@ type Handle struct {
 	// PodsChanges tells which nodes' pods changed since a mark (nil where it is not offered):
 	// the same pods as NodePods', for an agent that keeps something derived from every node.
 	PodsChanges NodePodsChanges
+	// PodEvents gives the events of the pods the program already watches (non-terminated pods
+	// only: a pod that turns Succeeded or Failed arrives as a deletion, as in kube-scheduler) to
+	// the handlers agents add, each pod a *corev1.Pod (or a cache.DeletedFinalStateUnknown
+	// holding one). In the extender it is the cluster cache's pod informer, which keeps pods in
+	// a compact record of its own and gives each handler a *corev1.Pod of what the cache keeps
+	// (package cluster); in plugin mode it is kube-scheduler's pod informer. Objects are shared:
+	// never modify them. A handler added in New is synced with the program's informers.
+	PodEvents PodEvents
 	// Informers is the process's shared informer factory: one informer per resource per
-	// process. Its pod informer is the one the program already runs (non-terminated pods only:
-	// a pod that turns Succeeded or Failed arrives as a deletion, as in kube-scheduler), and so
-	// is its node informer; an agent that needs pod or node events adds a handler to them
-	// (Informers.Core().V1().Pods().Informer().AddEventHandler). Objects are shared: never
-	// modify them. An informer an agent asks for in New is started, and waited for, with the
-	// program's own (before Start).
+	// process. Its node informer is the one the program already runs; an agent that needs node
+	// events adds a handler to it (Informers.Core().V1().Nodes().Informer().AddEventHandler).
+	// For pods use PodEvents and NodePods: in the extender the factory's pod informer is not
+	// the cache's, and asking for it starts a second watch that keeps every pod in full.
+	// Objects are shared: never modify them. An informer an agent asks for in New is started,
+	// and waited for, with the program's own (before Start).
 	Informers informers.SharedInformerFactory
 	// Dynamic gives informers over resources that Informers does not type (custom resources
 	// such as PodGroups or TASPolicies), as *unstructured.Unstructured. Informers asked for in
@@ -73,6 +82,11 @@ type Starter interface {
 // access. A program that chose its agents by default (no explicit AGENTS) leaves such an agent
 // out, with a warning, instead of stopping.
 var ErrNoCluster = errors.New("needs cluster access (CLUSTER_ACCESS)")
+
+// PodEvents is a source of pod events (a cache.SharedIndexInformer is one).
+type PodEvents interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+}
 
 // EventRecorder records an event on a Kubernetes object. eventType is corev1.EventTypeNormal
 // or corev1.EventTypeWarning; reason is a short CamelCase word; message says what happened.

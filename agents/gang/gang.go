@@ -82,8 +82,8 @@ var _ framework.Agent = (*Agent)(nil)
 var ErrNoClusterAccess = errors.New("the gang agent counts each group's pods in the cluster and needs cluster access, " +
 	"which is off: set CLUSTER_ACCESS=auto (the default) and give a kubeconfig (KUBECONFIG) or run in a pod")
 
-// New returns the agent for cfg. It adds its handler to the shared pod informer
-// (h.Informers) and asks h.Dynamic for an informer over PodGroup objects; both start with the
+// New returns the agent for cfg. It adds its handler to the program's pod events
+// (h.PodEvents) and asks h.Dynamic for an informer over PodGroup objects; both start with the
 // program's informers.
 //
 // Without cluster access New still succeeds, with a warning naming CLUSTER_ACCESS: one image
@@ -94,12 +94,12 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid gang config: %w", err)
 	}
-	if h.Informers == nil || h.Dynamic == nil {
+	if h.PodEvents == nil || h.Dynamic == nil {
 		h.Log.Warn(ErrNoClusterAccess.Error() + "; pods of a group will fail the gang filter")
 		return &Agent{log: h.Log, unavailable: ErrNoClusterAccess}, nil
 	}
 	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts(), view: h.Cluster}
-	reg, err := h.Informers.Core().V1().Pods().Informer().AddEventHandler(a.counts.Handler())
+	reg, err := h.PodEvents.AddEventHandler(a.counts.Handler())
 	if err != nil {
 		return nil, fmt.Errorf("adding the gang agent's pod handler: %w", err)
 	}

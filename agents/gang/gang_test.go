@@ -65,6 +65,7 @@ func newAgent(t *testing.T, f *fakeCluster) *Agent {
 	t.Helper()
 	h := framework.NewHandle(nil)
 	h.Informers, h.Dynamic, h.Client, h.Cluster = f.typed, f.dynamic, f.client, f.Cluster
+	h.PodEvents = f.typed.Core().V1().Pods().Informer()
 	a, err := New(DefaultConfig(), h)
 	if err != nil {
 		t.Fatal(err)

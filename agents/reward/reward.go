@@ -111,8 +111,8 @@ type Agent struct {
 	cfg    Config
 	log    *logrus.Entry
 	client kubernetes.Interface
-	// pods is the shared pod informer the learner follows (nil without cluster access).
-	pods cache.SharedIndexInformer
+	// pods gives the pod events the learner follows (nil without cluster access).
+	pods framework.PodEvents
 	// terminated is the agent's own informer of the pods in a terminal phase, which the shared
 	// one leaves out (nil without cluster access).
 	terminated cache.SharedIndexInformer
@@ -150,7 +150,7 @@ var (
 	_ framework.Preempter = (*Agent)(nil)
 )
 
-// New returns the agent for cfg. It learns from the shared pod informer (h.Informers) and keeps
+// New returns the agent for cfg. It learns from the program's pod events (h.PodEvents) and keeps
 // its table through h.Client. Without cluster access (either nil) it learns nothing and scores
 // every node by the initial reward.
 func New(cfg Config, h framework.Handle) (*Agent, error) {
@@ -167,8 +167,8 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		learner: newLearner(cfg.MTTF.D(), cfg.StartTimeout.D()),
 		finals:  map[types.UID]final{},
 	}
-	if h.Informers != nil && h.Client != nil {
-		a.pods = h.Informers.Core().V1().Pods().Informer()
+	if h.PodEvents != nil && h.Client != nil {
+		a.pods = h.PodEvents
 		a.terminated = terminatedPods(h.Client)
 		a.store = newStore(cfg, h.Client, h.Log, a.table)
 	} else {

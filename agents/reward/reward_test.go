@@ -60,6 +60,7 @@ func newAgent(t *testing.T, env map[string]string, client *fake.Clientset) (*Age
 	}
 	h := framework.NewHandle(nil)
 	h.Informers, h.Client = informers.NewSharedInformerFactory(client, 0), client
+	h.PodEvents = h.Informers.Core().V1().Pods().Informer()
 	a, err := New(cfg, h)
 	if err != nil {
 		t.Fatal(err)

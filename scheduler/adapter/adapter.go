@@ -384,8 +384,9 @@ func (a *Adapter) agentHandle(ctx context.Context, fh fwk.Handle, log klog.Logge
 	}
 	var sending func() bool // see eventRecorder
 	if f := fh.SharedInformerFactory(); f != nil {
-		h.Informers = f
-		sending = f.Core().V1().Pods().Informer().HasSynced
+		pods := f.Core().V1().Pods().Informer()
+		h.Informers, h.PodEvents = f, pods
+		sending = pods.HasSynced
 	}
 	if r := fh.EventRecorder(); r != nil {
 		h.Events = newEventRecorder(ctx, r, sending)

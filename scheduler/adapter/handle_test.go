@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
@@ -73,8 +74,9 @@ func TestHandleIsTheSchedulers(t *testing.T) {
 		t.Fatalf("%d agents built for two profiles, want 2", len(got))
 	}
 	for i, h := range got {
-		if h.Informers != factory || h.Client != client || h.Events == nil {
-			t.Errorf("profile %d: informers, client or events are not the scheduler's: %+v", i, h)
+		pods, ok := h.PodEvents.(cache.SharedIndexInformer)
+		if h.Informers != factory || !ok || pods.GetStore() != factory.Core().V1().Pods().Informer().GetStore() || h.Client != client || h.Events == nil {
+			t.Errorf("profile %d: informers, pod events, client or events are not the scheduler's: %+v", i, h)
 		}
 		if h.KubeConfig == nil || h.KubeConfig == kubeconfig || h.KubeConfig.Host != kubeconfig.Host {
 			t.Errorf("profile %d: KubeConfig %v, want a copy of the scheduler's", i, h.KubeConfig)
