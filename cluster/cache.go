@@ -112,6 +112,7 @@ var (
 	_ framework.Cluster         = (*Cache)(nil)
 	_ framework.NodePods        = (*Cache)(nil)
 	_ framework.NodePodsChanges = (*Cache)(nil)
+	_ framework.PodsWhere       = (*Cache)(nil)
 )
 
 // Connect builds the Cache for cfg, or returns nil (and no error) when cfg gives no cluster
@@ -309,6 +310,25 @@ func (s *Cache) Pods() []*corev1.Pod {
 	return out
 }
 
+// PodsWhere implements framework.PodsWhere: the pods of Pods whose namespace and labels keep
+// accepts, made from their records alone.
+func (s *Cache) PodsWhere(keep func(namespace string, labels map[string]string) bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range s.pods.GetStore().List() {
+		switch o := o.(type) {
+		case *podRecord:
+			if !terminatedPhase(o.phase) && keep(o.namespace, o.labels) {
+				out = append(out, o.pod())
+			}
+		case *corev1.Pod:
+			if !terminated(o) && keep(o.Namespace, o.Labels) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
 // Allocated implements framework.Cluster. The map returned is never modified afterwards; callers
 // must not modify it either.
 func (s *Cache) Allocated(node string) framework.Amounts {
@@ -404,8 +424,10 @@ func (s *Cache) unindexLocked(node, key string) {
 	s.changedLocked(node)
 }
 
-func terminated(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+func terminated(p *corev1.Pod) bool { return terminatedPhase(p.Status.Phase) }
+
+func terminatedPhase(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 
 // share returns what pod adds to its node's allocation: its requests (as PodRequests computes

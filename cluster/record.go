@@ -25,6 +25,7 @@ type podRecord struct {
 	containers, initContainers                 []corev1.Container
 	overhead                                   corev1.ResourceList
 	resources                                  *corev1.ResourceRequirements
+	schedulingGroup                            *corev1.PodSchedulingGroup
 	statuses                                   []corev1.ContainerStatus
 	// conds holds the first nConds kept conditions (strip keeps at most the Ready and the
 	// PodScheduled condition of a well-formed status); a status with more keeps them all in
@@ -44,7 +45,8 @@ type condition struct {
 
 // recordPod returns the record of what strip keeps of p: its namespace, name, UID, resource
 // version, labels, deletion timestamp and controller reference; its node, containers, init
-// containers (name, requests, restart policy), overhead and pod-level requests; its phase, its
+// containers (name, requests, restart policy), overhead, pod-level requests and scheduling
+// group (spec.schedulingGroup: a pod of a native pod group is in none of gang's); its phase, its
 // Ready condition when True and its PodScheduled condition while Pending or once True, and the
 // statuses of its containers that have restarted. Strings, maps and lists that pods repeat are
 // shared (interner).
@@ -63,6 +65,7 @@ func recordPod(p *corev1.Pod) *podRecord {
 		initContainers:  stripContainers(p.Spec.InitContainers),
 		overhead:        shared.ResourceList(p.Spec.Overhead),
 		resources:       podResources(p.Spec.Resources),
+		schedulingGroup: p.Spec.SchedulingGroup,
 		statuses:        stripContainerStatuses(p.Status.ContainerStatuses),
 	}
 	conds := stripConditions(p)
@@ -90,11 +93,12 @@ func (r *podRecord) pod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: r.meta(),
 		Spec: corev1.PodSpec{
-			NodeName:       r.nodeName,
-			Containers:     r.containers,
-			InitContainers: r.initContainers,
-			Overhead:       r.overhead,
-			Resources:      r.resources,
+			NodeName:        r.nodeName,
+			Containers:      r.containers,
+			InitContainers:  r.initContainers,
+			Overhead:        r.overhead,
+			Resources:       r.resources,
+			SchedulingGroup: r.schedulingGroup,
 		},
 		Status: corev1.PodStatus{
 			Phase:             r.phase,

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -12,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
 // strippedPod is what the cache kept of a pod before it kept records (the transform's pod of
-// commit 53bc264): the reference a record must give back exactly.
+// commit 53bc264), and spec.schedulingGroup, kept since (gang's KeyOf reads it): the reference
+// a record must give back exactly.
 func strippedPod(p *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -29,11 +32,12 @@ func strippedPod(p *corev1.Pod) *corev1.Pod {
 			OwnerReferences:   controllerRef(p),
 		},
 		Spec: corev1.PodSpec{
-			NodeName:       p.Spec.NodeName,
-			Containers:     stripContainers(p.Spec.Containers),
-			InitContainers: stripContainers(p.Spec.InitContainers),
-			Overhead:       shared.ResourceList(p.Spec.Overhead),
-			Resources:      podResources(p.Spec.Resources),
+			NodeName:        p.Spec.NodeName,
+			Containers:      stripContainers(p.Spec.Containers),
+			InitContainers:  stripContainers(p.Spec.InitContainers),
+			Overhead:        shared.ResourceList(p.Spec.Overhead),
+			Resources:       podResources(p.Spec.Resources),
+			SchedulingGroup: p.Spec.SchedulingGroup,
 		},
 		Status: corev1.PodStatus{
 			Phase:             corev1.PodPhase(shared.String(string(p.Status.Phase))),
@@ -45,7 +49,7 @@ func strippedPod(p *corev1.Pod) *corev1.Pod {
 
 // anyPod draws a pod over everything the transform reads or drops: with or without a
 // namespace, labels, a deletion timestamp, owners, containers, init containers, overhead,
-// pod-level resources, any phase, zero to five conditions of every type and status (repeats
+// pod-level resources, a scheduling group, any phase, zero to five conditions of every type and status (repeats
 // included: more than a record holds inline), and container statuses with and without restarts.
 func anyPod(r *rand.Rand, i int) *corev1.Pod {
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
@@ -73,6 +77,10 @@ func anyPod(r *rand.Rand, i int) *corev1.Pod {
 	}
 	if r.IntN(4) == 0 {
 		p.Spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("10Mi")}
+	}
+	if r.IntN(4) == 0 {
+		name := pick("a", "b")
+		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
 	}
 	if r.IntN(4) == 0 {
 		p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}
@@ -157,5 +165,46 @@ func TestEventPod(t *testing.T) {
 	}
 	if eventPod(p) != any(p) {
 		t.Fatal("a pod was not passed as it is")
+	}
+}
+
+// PodsWhere gives exactly the pods of Pods that keep accepts, given each pod's namespace and
+// labels; terminated pods never.
+func TestPodsWhereIsPodsFiltered(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 13))
+	s := NewCache(fake.NewClientset(), nil, quietLog())
+	for i := range 500 {
+		if err := s.pods.GetStore().Add(recordPod(anyPod(r, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := func(namespace string, labels map[string]string) bool {
+		return namespace == "ns" && labels["app"] != "" && labels["app"] < "p3"
+	}
+	names := func(pods []*corev1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var want []*corev1.Pod
+	for _, p := range s.Pods() {
+		if keep(p.Namespace, p.Labels) {
+			want = append(want, p)
+		}
+	}
+	got := s.PodsWhere(keep)
+	if len(want) < 20 || len(want) > 400 {
+		t.Fatalf("%d of 500 pods kept: draw a selection that keeps some and leaves some", len(want))
+	}
+	if diff := cmp.Diff(names(want), names(got)); diff != "" {
+		t.Fatalf("PodsWhere (-Pods filtered +PodsWhere):\n%s", diff)
+	}
+	for _, p := range got {
+		if terminated(p) {
+			t.Fatalf("PodsWhere gave the terminated pod %s", p.Name)
+		}
 	}
 }

@@ -40,6 +40,16 @@ type Cluster interface {
 	Pods() []*corev1.Pod
 }
 
+// PodsWhere is optional on a Cluster: for an agent that wants a few pods of the cluster (a
+// group's members) rather than all. The extender's cache implements it: it keeps pods as
+// records and makes each pod it returns anew, so Pods costs a new object per pod of the cluster
+// where PodsWhere costs one per pod returned.
+type PodsWhere interface {
+	// PodsWhere returns the pods Pods returns whose namespace and labels keep accepts (keep
+	// must not modify the labels).
+	PodsWhere(keep func(namespace string, labels map[string]string) bool) []*corev1.Pod
+}
+
 // NodePods gives the pods on one node without walking every pod of the cluster, for an agent
 // whose work per node reads that node's pods (safe's load placed since a node's statistics).
 // The extender's cache (package cluster) and plugin mode's snapshot implement it;

@@ -87,12 +87,16 @@ func Overruled(pod *corev1.Pod) string {
 		"the native group governs it (kube-scheduler's GangScheduling); the label is ignored", pod.Namespace, native, key, key.Label)
 }
 
-func labelKey(pod *corev1.Pod) (Key, bool) {
-	if name := pod.Labels[LabelPodGroupName]; name != "" {
-		return Key{Label: LabelPodGroupName, Namespace: pod.Namespace, Name: name}, true
+// labelKey returns the group the pod's labels name, whatever its spec.schedulingGroup.
+func labelKey(pod *corev1.Pod) (Key, bool) { return labelsKey(pod.Namespace, pod.Labels) }
+
+// labelsKey is labelKey of a pod in namespace with labels.
+func labelsKey(namespace string, labels map[string]string) (Key, bool) {
+	if name := labels[LabelPodGroupName]; name != "" {
+		return Key{Label: LabelPodGroupName, Namespace: namespace, Name: name}, true
 	}
-	if name := pod.Labels[LabelPodGroup]; name != "" {
-		return Key{Label: LabelPodGroup, Namespace: pod.Namespace, Name: name}, true
+	if name := labels[LabelPodGroup]; name != "" {
+		return Key{Label: LabelPodGroup, Namespace: namespace, Name: name}, true
 	}
 	return Key{}, false
 }

@@ -13,7 +13,7 @@ import (
 // spec.minResources asks, as Coscheduling counts them).
 func freeRoom(view framework.Cluster, group Key) []corev1.ResourceList {
 	own := map[string]framework.Amounts{}
-	for _, p := range view.Pods() {
+	for _, p := range groupPods(view, group) {
 		if k, ok := KeyOf(p); !ok || k != group || p.Spec.NodeName == "" {
 			continue
 		}
@@ -42,4 +42,16 @@ func freeRoom(view framework.Cluster, group Key) []corev1.ResourceList {
 		out = append(out, free)
 	}
 	return out
+}
+
+// groupPods returns the pods of view that may be group's: those labeled for it, when the view
+// can select them (framework.PodsWhere: the extender's cache), else every pod.
+func groupPods(view framework.Cluster, group Key) []*corev1.Pod {
+	if w, ok := view.(framework.PodsWhere); ok {
+		return w.PodsWhere(func(namespace string, labels map[string]string) bool {
+			k, ok := labelsKey(namespace, labels)
+			return ok && k == group
+		})
+	}
+	return view.Pods()
 }
