@@ -298,20 +298,14 @@ func (s *Cache) Nodes() []*corev1.Node {
 	return out
 }
 
-// Pods implements framework.Cluster.
+// Pods implements framework.Cluster: every pod PodsWhere gives.
 func (s *Cache) Pods() []*corev1.Pod {
-	objs := s.pods.GetStore().List()
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p := podOf(o); p != nil && !terminated(p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return s.PodsWhere(func(string, map[string]string) bool { return true })
 }
 
-// PodsWhere implements framework.PodsWhere: the pods of Pods whose namespace and labels keep
-// accepts, made from their records alone.
+// PodsWhere implements framework.PodsWhere: the non-terminated pods whose namespace and labels
+// keep accepts, each made from its record only once accepted (a pod stored without the
+// transform, in tests, as it is).
 func (s *Cache) PodsWhere(keep func(namespace string, labels map[string]string) bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, o := range s.pods.GetStore().List() {

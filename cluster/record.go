@@ -146,18 +146,6 @@ func (r *podRecord) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// podOf returns what the cache's pod informer stored as a *corev1.Pod: a record made into a new
-// pod; a pod (an informer without the transform, in tests) as it is; nil for anything else.
-func podOf(obj any) *corev1.Pod {
-	switch o := obj.(type) {
-	case *podRecord:
-		return o.pod()
-	case *corev1.Pod:
-		return o
-	}
-	return nil
-}
-
 // recordOf returns what the cache's pod informer stored as a record (a pod stored without the
 // transform, in tests, recorded now); nil for anything else.
 func recordOf(obj any) *podRecord {

@@ -130,7 +130,7 @@ func TestRecordIsWhatStripKept(t *testing.T) {
 		if again, _ := strip(rec); again != any(rec) {
 			t.Fatalf("pod %d: stripping the record gave %v", i, again)
 		}
-		if podOf(rec.DeepCopyObject()) == nil || rec.GetObjectKind().GroupVersionKind().Kind != "" {
+		if _, ok := rec.DeepCopyObject().(*podRecord); !ok || rec.GetObjectKind().GroupVersionKind().Kind != "" {
 			t.Fatalf("pod %d: the record's copy is not a record, or it has a kind", i)
 		}
 	}

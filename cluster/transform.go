@@ -18,10 +18,10 @@ import (
 // status.phase; and what framework.PodRequests (k8s.io/component-helpers/resource.PodRequests)
 // reads: each container's and init container's name, resource requests and restart policy,
 // the pod-level resource requests and the overhead; and spec.schedulingGroup (the gang agent
-// leaves a pod of a native pod group to kube-scheduler). For the reward agent, which learns from pod
-// outcomes, and for safe's placed load, they also keep the Ready condition when True and the
-// PodScheduled condition while Pending or once True (type, status and last transition time
-// only), and the statuses of containers that have restarted (name, restart count, last
+// leaves a pod of a native pod group to kube-scheduler). For the reward agent, which learns
+// from pod outcomes, and for safe's placed load, they also keep the Ready condition when True
+// and the PodScheduled condition while Pending or once True (type, status and last transition
+// time only), and the statuses of containers that have restarted (name, restart count, last
 // termination's start and finish). Everything else (images, commands, env, volumes, probes,
 // annotations, owner references but the controller's, other status details) is dropped. The
 // controller reference (API version, kind, name, controller flag) stays for the pod's workload
