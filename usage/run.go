@@ -33,7 +33,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	err := r.Store.Load(loadCtx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("%w (the service account needs get, create and update on configmaps and leases in %s)", err, r.Store.cfg.Namespace)
+		return fmt.Errorf("%w (the service account needs get and update on the ConfigMaps %s.. and the Lease %s in %s, and create on them unless they exist: the chart creates them)",
+			err, ShardName(r.Store.cfg.Object, 0), r.Store.cfg.Object, r.Store.cfg.Namespace)
 	}
 	r.Log.WithFields(logrus.Fields{"workloads": r.Learner.Len(), "source": r.Source.Name(),
 		"configmaps": r.Store.cfg.Namespace + "/" + ShardName(r.Store.cfg.Object, 0) + "..",

@@ -161,7 +161,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	err := a.store.load(loadCtx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("%w (the extender's service account needs get, create and update on configmaps in %s)", err, a.store.namespace)
+		return fmt.Errorf("%w (the extender's service account needs get and update on the ConfigMap and the Lease %s in %s, and create on them unless they exist: the chart creates them)", err, a.store.name, a.store.namespace)
 	}
 	a.mu.Lock()
 	a.since = a.table.since()

@@ -35,6 +35,48 @@
 {{- default .Values.schedulerName .Values.leaderElection.resourceName -}}
 {{- end -}}
 
+{{/* The labels of an object the chart creates for a component to write (a store ConfigMap):
+app.kubernetes.io/managed-by is the writer's (.managedBy), as it stamps it on every write. */}}
+{{- define "kss.storeLabels" -}}
+app.kubernetes.io/name: {{ .root.Values.schedulerName }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/managed-by: {{ .managedBy }}
+helm.sh/chart: {{ .root.Chart.Name }}-{{ .root.Chart.Version }}
+{{- range $k, $v := .extra }}
+{{ $k }}: {{ $v | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Namespaces shared with other components (JSON list): the chart grants nothing there that
+RBAC cannot restrict by name (a list of ConfigMaps), as it would reach objects not its own. */}}
+{{- define "kss.sharedNamespaces" -}}
+["kube-system", "kube-public", "kube-node-lease", "default"]
+{{- end -}}
+
+{{/* kss.image is the reference of one of this project's images (dict root, name): .name as
+given when it has a tag or digest, else images.registry/<name>:<images.tag, default the chart's
+appVersion>. */}}
+{{- define "kss.image" -}}
+{{- $i := .root.Values.images -}}
+{{- $n := .name -}}
+{{- if or (contains "@" $n) (regexMatch ":[^/]+$" $n) -}}
+{{- $n -}}
+{{- else -}}
+{{- with $i.registry }}{{ trimSuffix "/" . }}/{{ end }}{{ $n }}:{{ default $.root.Chart.AppVersion $i.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* kss.envValue writes a value of nodeAnnotator.env as the string the variable holds: an
+integral number as an integer (YAML reads 1000000 as a float, which would print 1e+06), other
+numbers and booleans as Go prints them, strings as they are. */}}
+{{- define "kss.envValue" -}}
+{{- if and (kindIs "float64" .) (eq . (float64 (int64 .))) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "kss.labels" -}}
 app.kubernetes.io/name: {{ .Values.schedulerName }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -70,6 +112,27 @@ has already rejected unknown keys and wrong types; these are the combinations it
 {{- $a := get $.Values.agents $name -}}
 {{- if and (eq $a.clusterAccess "none") $a.nodeCacheCapable -}}
 {{- fail (printf "agents.%s.clusterAccess none needs agents.%s.nodeCacheCapable: false: without cluster access the sidecar has no node cache, the scheduler must send whole nodes" $name $name) -}}
+{{- end -}}
+{{- end -}}
+{{- $na := .Values.nodeAnnotator -}}
+{{- $src := toString (default "none" $na.env.STATS_SOURCE) -}}
+{{- if $na.enabled -}}
+{{- if not (has $src (list "none" "metrics-api" "prometheus")) -}}
+{{- fail (printf "nodeAnnotator.env.STATS_SOURCE %q: one of metrics-api (metrics-server), prometheus (with nodeAnnotator.env.PROMETHEUS_URL) or none" $src) -}}
+{{- end -}}
+{{- if and (eq $src "prometheus") (not $na.env.PROMETHEUS_URL) -}}
+{{- fail "nodeAnnotator.env.STATS_SOURCE prometheus needs nodeAnnotator.env.PROMETHEUS_URL (e.g. http://prometheus.monitoring:9090), or set nodeAnnotator.env.STATS_SOURCE=metrics-api to read metrics-server" -}}
+{{- end -}}
+{{- if and (eq $src "none") .Values.agents.safe.enabled -}}
+{{- fail "agents.safe places by the usage statistics the node annotator writes, and nodeAnnotator.env.STATS_SOURCE none writes none: set nodeAnnotator.env.STATS_SOURCE=metrics-api (metrics-server) or prometheus (with nodeAnnotator.env.PROMETHEUS_URL), or nodeAnnotator.enabled=false if another annotator writes them" -}}
+{{- end -}}
+{{- end -}}
+{{- if $na.learner.enabled -}}
+{{- if not $na.enabled -}}
+{{- fail "nodeAnnotator.learner.enabled: the usage learner runs in the node annotator: set nodeAnnotator.enabled=true" -}}
+{{- end -}}
+{{- if eq $src "none" -}}
+{{- fail "nodeAnnotator.learner.enabled needs pod usage: set nodeAnnotator.env.STATS_SOURCE=metrics-api (metrics-server) or prometheus (with nodeAnnotator.env.PROMETHEUS_URL)" -}}
 {{- end -}}
 {{- end -}}
 {{- if and (ne .Values.mode "plugin") (gt (int .Values.plugin.decisionsKept) 0) -}}
@@ -278,6 +341,13 @@ over-used (targetThresholds T), a node below T - descheduler.lowNodeUtilization.
 labels (<policy>=violating): it evicts a pod whose required node affinity (NotIn violating) its
 node no longer meets.
 */}}
+{{/* The descheduler's metrics source: descheduler.lowNodeUtilization.source, else Prometheus
+when prometheusURL is set, else KubernetesMetrics (the metrics server). */}}
+{{- define "kss.deschedulerSource" -}}
+{{- $lnu := .Values.descheduler.lowNodeUtilization -}}
+{{- $lnu.source | default (ternary "Prometheus" "KubernetesMetrics" (not (empty $lnu.prometheusURL))) -}}
+{{- end -}}
+
 {{- define "kss.deschedulerPolicy" -}}
 {{- $d := .Values.descheduler -}}
 {{- $lnu := $d.lowNodeUtilization -}}
@@ -289,11 +359,14 @@ node no longer meets.
 {{- $tel := .Values.agents.telemetry -}}
 {{- $telSettings := $tel.settings | default dict -}}
 {{- $affinity := and $tel.enabled (ne (toString (get $telSettings "deschedule")) "false") -}}
+{{- $source := include "kss.deschedulerSource" . -}}
+{{- $names := list .Values.schedulerName -}}
+{{- if and (eq .Values.mode "plugin") .Values.plugin.quorumProfile -}}{{- $names = append $names .Values.plugin.quorumProfile -}}{{- end -}}
 {{- if and $lnu.enabled (lt (int $low) 0) -}}
 {{- fail (printf "descheduler.lowNodeUtilization.gap %d is above safe's utilization threshold %d: thresholds would be negative" (int $lnu.gap) $t) -}}
 {{- end -}}
-{{- if and $lnu.enabled (eq $lnu.source "Prometheus") (not $lnu.prometheusURL) -}}
-{{- fail "descheduler.lowNodeUtilization.prometheusURL is needed with source Prometheus (or set source: KubernetesMetrics, the metrics server)" -}}
+{{- if and $lnu.enabled (eq $source "Prometheus") (not $lnu.prometheusURL) -}}
+{{- fail "descheduler.lowNodeUtilization.prometheusURL is needed with source Prometheus (or set descheduler.lowNodeUtilization.source=KubernetesMetrics, the metrics server)" -}}
 {{- end -}}
 {{- if not (or $lnu.enabled $affinity) -}}
 {{- fail "descheduler.enabled with nothing to do: enable descheduler.lowNodeUtilization, or agents.telemetry (with its deschedule setting) for RemovePodsViolatingNodeAffinity" -}}
@@ -303,7 +376,7 @@ kind: DeschedulerPolicy
 maxNoOfPodsToEvictPerNode: {{ int $d.maxEvictionsPerNode }}
 {{- if $lnu.enabled }}
 metricsProviders:
-{{- if eq $lnu.source "Prometheus" }}
+{{- if eq $source "Prometheus" }}
 - source: Prometheus
   prometheus:
     url: {{ $lnu.prometheusURL | quote }}
@@ -318,10 +391,23 @@ profiles:
     args:
       # evict only a pod that fits on another node
       nodeFit: true
+      # The descheduler cannot select pods by spec.schedulerName: only the pods labelled as
+      # placed by this scheduler (descheduler.podLabelSelector) are evicted, so that no pod of
+      # another scheduler is, whose replacement this one would not place.
+{{- if kindIs "invalid" $d.podLabelSelector }}
+      labelSelector:
+        matchExpressions:
+        - {key: kube-safe-scheduler.io/scheduler, operator: In, values: {{ toJson $names }}}
+{{- else if $d.podLabelSelector }}
+      labelSelector: {{- toYaml $d.podLabelSelector | nindent 8 }}
+{{- end }}
 {{- if $lnu.enabled }}
   - name: LowNodeUtilization
     args:
-{{- if eq $lnu.source "Prometheus" }}
+{{- with $d.excludeNamespaces }}
+      evictableNamespaces: {exclude: {{ toJson . }}}
+{{- end }}
+{{- if eq $source "Prometheus" }}
       thresholds: {MetricResource: {{ $low }}}
       targetThresholds: {MetricResource: {{ $t }}}
       metricsUtilization:
@@ -338,6 +424,9 @@ profiles:
 {{- if $affinity }}
   - name: RemovePodsViolatingNodeAffinity
     args:
+{{- with $d.excludeNamespaces }}
+      namespaces: {exclude: {{ toJson . }}}
+{{- end }}
       nodeAffinityType: [requiredDuringSchedulingIgnoredDuringExecution]
 {{- end }}
   plugins:
