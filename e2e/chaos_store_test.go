@@ -116,6 +116,9 @@ func (w *storeWatch) run(ctx context.Context, c *harness.Cluster) {
 	record := func(cm *corev1.ConfigMap, at time.Time) {
 		v := storeVersion{at: at, name: cm.Name, writer: cm.Annotations[w.kind+".kube-safe-scheduler.io/writer"],
 			written: cm.Annotations[w.kind+".kube-safe-scheduler.io/written-at"]}
+		if v.writer == "" && len(cm.Data) == 0 {
+			return // created empty by the shipped file (the chart), before any write
+		}
 		rows, err := w.parse(cm)
 		if _, terr := time.Parse(time.RFC3339Nano, v.written); err == nil && terr != nil {
 			err = fmt.Errorf("written-at %q: %w", v.written, terr)

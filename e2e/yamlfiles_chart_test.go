@@ -23,6 +23,9 @@ import (
 // annotator's ClusterRole and labels every object app.kubernetes.io/instance).
 const yamlfilesRelease = "kube-safe-scheduler"
 
+// yamlfilesImageTag is the tag of this project's images in the shipped files.
+const yamlfilesImageTag = "latest"
+
 // The templates of the scheduler itself (extender mode), and with the agents' own roles.
 var (
 	schedulerTemplates = []string{"scheduler-config.yaml", "deployment.yaml"}
@@ -84,7 +87,10 @@ func renderYAMLFile(t *testing.T, name string, templates []string) []byte {
 		header = append(header, strings.TrimRight(line, "\n"))
 	}
 	helm := func(templates []string) ([]byte, error) {
-		args := []string{"template", yamlfilesRelease, chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1", "-f", values}
+		// The shipped files keep the tag latest, which make images gives every build as well as
+		// its VERSION: kubectl create -f runs what was built last, as before the chart.
+		args := []string{"template", yamlfilesRelease, chartDir(t), "--namespace", "kube-system", "--kube-version", "v1.37.1",
+			"--set", "images.tag=" + yamlfilesImageTag, "-f", values}
 		for _, tpl := range templates {
 			args = append(args, "--show-only", "templates/"+tpl)
 		}
