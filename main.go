@@ -435,6 +435,7 @@ func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&o.NodeCache, "node-cache", false, "nodeCacheCapable: the scheduler sends node names, the extender reads nodes from its cache (needs cluster access)")
 	fs.BoolVar(&o.HTTPS, "https", false, "call the extenders over mutual TLS, with the Secrets and paths of yamlfiles/extender.safe.mtls.yaml")
 	fs.BoolVar(&o.Sidecars, "sidecars", false, "also print the sidecar containers to add to the scheduler's pod")
+	fs.BoolVar(&o.Bind, "bind", false, "the agent that can bind pods (reward) binds them: its bindVerb, and with --sidecars BIND=true in its sidecar (default: kube-scheduler binds)")
 	fs.StringVar(&o.SchedulerName, "scheduler-name", "my-scheduler", "the profile's schedulerName")
 	mode := fs.String("mode", "extender", "extender (the extenders list) or plugin (kube-safe-scheduler's profile: the agents' plugins, docs/plugin-mode.md)")
 	fs.Usage = func() {
@@ -455,7 +456,7 @@ func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 	case "extender":
 	case "plugin":
 		o.Plugins = true
-		for name, set := range map[string]bool{"--node-cache": o.NodeCache, "--https": o.HTTPS, "--sidecars": o.Sidecars} {
+		for name, set := range map[string]bool{"--node-cache": o.NodeCache, "--https": o.HTTPS, "--sidecars": o.Sidecars, "--bind": o.Bind} {
 			if set {
 				fmt.Fprintf(stderr, "extender config: %s is extender mode only (plugin mode has no extender and no sidecar)\n", name)
 				return 2

@@ -98,6 +98,12 @@ func unknownFields(where string, v any, known []string) []string {
 // equivalent, with notes on everything that has no place in it (the predicates and priorities
 // lists, with the v1 plugins to use instead; unknown fields). It fails on a Policy the scheduler
 // would have rejected (a prioritizing extender without weight, two binders, no urlPrefix).
+//
+// A Policy names no scheduler (that was kube-scheduler's --scheduler-name): the output's profile
+// is DefaultSchedulerName's, leading on a Lease of that name (ownLease), as `extender config`
+// writes it, and a comment at its top says to rename both. Left without a profile and a
+// leaderElection, the converted scheduler would serve the pods of default-scheduler and lead on
+// kube-system/kube-scheduler: both the default scheduler's.
 func Convert(data []byte) (out []byte, notes []string, err error) {
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
@@ -146,7 +152,8 @@ func Convert(data []byte) (out []byte, notes []string, err error) {
 		}
 	}
 
-	cfg := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind}
+	cfg := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, LeaderElection: ownLease(DefaultSchedulerName),
+		Profiles: []Profile{{SchedulerName: DefaultSchedulerName}}}
 	var errs []error
 	binders := 0
 	for i, le := range p.Extenders {
@@ -205,14 +212,20 @@ func Convert(data []byte) (out []byte, notes []string, err error) {
 		notes = append(notes, "alwaysCheckAllPredicates: no v1 equivalent (removed): filters stop at the first that fails a node")
 	}
 	if p.HardPodAffinitySymmetricWeight != nil {
-		cfg.Profiles = []Profile{{SchedulerName: "default-scheduler", PluginConfig: []PluginConfig{{
+		cfg.Profiles[0].PluginConfig = []PluginConfig{{
 			Name: "InterPodAffinity", Args: map[string]any{"hardPodAffinityWeight": *p.HardPodAffinitySymmetricWeight},
-		}}}}
+		}}
 		notes = append(notes, fmt.Sprintf("hardPodAffinitySymmetricWeight %d: written as the InterPodAffinity args hardPodAffinityWeight "+
-			"of the profile default-scheduler (rename it to your scheduler's name)", *p.HardPodAffinitySymmetricWeight))
+			"of the profile %s", *p.HardPodAffinitySymmetricWeight, DefaultSchedulerName))
 	}
 	out, err = marshal(cfg)
-	return out, notes, err
+	if err != nil {
+		return nil, notes, err
+	}
+	header := fmt.Sprintf("# A Policy names no scheduler: this one serves the pods of schedulerName %[1]s and leads on\n"+
+		"# its own Lease, %[2]s/%[1]s, not the default scheduler's (%[2]s/kube-scheduler).\n"+
+		"# Give profiles[0].schedulerName and leaderElection.resourceName your scheduler's name.\n", DefaultSchedulerName, LeaseNamespace)
+	return append([]byte(header), out...), notes, nil
 }
 
 // mapping is where a legacy predicate or priority went in v1.

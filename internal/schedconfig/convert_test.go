@@ -30,11 +30,49 @@ func convertFile(t *testing.T, name string) (KubeSchedulerConfiguration, []strin
 
 func yes() *bool { t := true; return &t }
 
+// converted are the profile and the Lease of every converted Policy: a Policy names no
+// scheduler.
+var (
+	convertedLease    = &LeaderElection{LeaderElect: true, ResourceNamespace: "kube-system", ResourceName: "my-scheduler"}
+	convertedProfiles = []Profile{{SchedulerName: "my-scheduler"}}
+)
+
+// Issue 49: a configuration without leaderElection leads on kube-system/kube-scheduler, the
+// default scheduler's Lease, and one without profiles serves default-scheduler's pods. A
+// converted Policy's scheduler leads on the Lease of its own profile, and says at its top to
+// rename both.
+func TestConvertedSchedulerLeadsOnItsOwnLease(t *testing.T) {
+	for _, file := range []string{"tas-policy.json", "generals-scheduler-policy.json", "classic-policy.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := Convert(data)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var cfg KubeSchedulerConfiguration
+		if err := yaml.UnmarshalStrict(out, &cfg); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if diff := cmp.Diff(convertedLease, cfg.LeaderElection); diff != "" {
+			t.Errorf("%s: leaderElection (-want +got):\n%s", file, diff)
+		}
+		if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != cfg.LeaderElection.ResourceName {
+			t.Errorf("%s: profiles %+v, want one named as its Lease", file, cfg.Profiles)
+		}
+		if !strings.HasPrefix(string(out), "# A Policy names no scheduler") ||
+			!strings.Contains(string(out), "Give profiles[0].schedulerName and leaderElection.resourceName your scheduler's name") {
+			t.Errorf("%s: no word on renaming the profile and its Lease:\n%s", file, out)
+		}
+	}
+}
+
 // The Policy of telemetry-aware-scheduling's README: HTTPS with a client certificate, a managed
 // resource, ignorable; its extender's apiVersion is no Policy field and is reported.
 func TestConvertTASPolicy(t *testing.T) {
 	cfg, notes := convertFile(t, "tas-policy.json")
-	want := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, Extenders: []Extender{{
+	want := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, LeaderElection: convertedLease, Profiles: convertedProfiles, Extenders: []Extender{{
 		URLPrefix: "https://tas-service.default.svc.cluster.local:9001", FilterVerb: "scheduler/filter",
 		PrioritizeVerb: "scheduler/prioritize", Weight: 1, EnableHTTPS: true,
 		TLSConfig:        &TLSConfig{CertFile: "/host/certs/client.crt", KeyFile: "/host/certs/client.key"},
@@ -52,7 +90,7 @@ func TestConvertTASPolicy(t *testing.T) {
 // A generals-space style scheduler-policy.json: filter, prioritize, preempt and bind verbs.
 func TestConvertGeneralsPolicy(t *testing.T) {
 	cfg, notes := convertFile(t, "generals-scheduler-policy.json")
-	want := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, Extenders: []Extender{{
+	want := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, LeaderElection: convertedLease, Profiles: convertedProfiles, Extenders: []Extender{{
 		URLPrefix:  "http://kube-scheduler-extender.kube-system.svc.cluster.local:8080",
 		FilterVerb: "predicates/always_true", PrioritizeVerb: "priorities/zero_score", PreemptVerb: "preemption",
 		BindVerb: "bind", Weight: 1,
@@ -70,8 +108,8 @@ func TestConvertGeneralsPolicy(t *testing.T) {
 // the timeout in nanoseconds a duration.
 func TestConvertClassicPolicy(t *testing.T) {
 	cfg, notes := convertFile(t, "classic-policy.yaml")
-	want := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind,
-		Profiles: []Profile{{SchedulerName: "default-scheduler", PluginConfig: []PluginConfig{{
+	want := KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, LeaderElection: convertedLease,
+		Profiles: []Profile{{SchedulerName: "my-scheduler", PluginConfig: []PluginConfig{{
 			Name: "InterPodAffinity", Args: map[string]any{"hardPodAffinityWeight": float64(10)}}}}},
 		Extenders: []Extender{{
 			URLPrefix: "http://127.0.0.1:10262/scheduler", FilterVerb: "filter", PrioritizeVerb: "prioritize", Weight: 5,

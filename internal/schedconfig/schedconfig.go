@@ -8,6 +8,7 @@ package schedconfig
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type Agent struct {
 	Name  string
 	Port  int
 	Calls []Call
+	// BindEnv, for an agent that may bind (a Call has a BindVerb), is the environment variable
+	// that turns its binding on: the sidecar answers every bind "binding is not supported"
+	// unless it is "true".
+	BindEnv string
 }
 
 // Table returns how the shipped deployments run each agent of regs, in order, derived from its
@@ -50,6 +55,9 @@ func Table(regs []framework.Registration) []Agent {
 	out := make([]Agent, 0, len(regs))
 	for _, r := range regs {
 		a := Agent{Name: r.Name, Port: r.Port}
+		if r.Bind {
+			a.BindEnv = bindVariable(r)
+		}
 		for i := range max(len(r.Filters), len(r.Prioritizers)) {
 			var c Call
 			if i < len(r.Filters) {
@@ -69,12 +77,54 @@ func Table(regs []framework.Registration) []Agent {
 					c.ManagedResources = append(c.ManagedResources, ManagedResource{Name: name, IgnoredByScheduler: true})
 				}
 			}
-			c.HoldOnError = c.FilterVerb != "" || c.BindVerb != "" || c.PreemptVerb != ""
+			c.HoldOnError = holds(c)
 			a.Calls = append(a.Calls, c)
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// holds reports whether a failure of the entry c must hold pods back (ignorable: false): it
+// filters, binds or judges preemption.
+func holds(c Call) bool { return c.FilterVerb != "" || c.BindVerb != "" || c.PreemptVerb != "" }
+
+// bindVariable returns the environment variable of the setting that turns r's binding on: the
+// boolean field of its configuration whose JSON name is "bind" (the chart's
+// agents.<name>.settings.bind), "" when it has none.
+func bindVariable(r framework.Registration) string {
+	if r.NewConfig == nil {
+		return ""
+	}
+	v := reflect.ValueOf(r.NewConfig())
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	return boolSettingEnv(v.Type(), "bind")
+}
+
+func boolSettingEnv(t reflect.Type, jsonName string) string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if env := boolSettingEnv(f.Type, jsonName); env != "" {
+				return env
+			}
+			continue
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == jsonName && f.Type.Kind() == reflect.Bool {
+			return f.Tag.Get("env")
+		}
+	}
+	return ""
+}
+
+// binds reports whether an entry of a has a bind verb.
+func binds(a Agent) bool {
+	return slices.ContainsFunc(a.Calls, func(c Call) bool { return c.BindVerb != "" })
 }
 
 // names lists the agents of a table.
@@ -95,6 +145,23 @@ const (
 	ServerSecretName = "my-scheduler-extender-tls"
 )
 
+// DefaultSchedulerName is the profile's scheduler name when none is given, that of the shipped
+// yamlfiles; LeaseNamespace is where the generated scheduler's Lease lives: the namespace of
+// their Deployment and of the Role (yamlfiles/service-account.yaml) that lets it update a Lease
+// of its own name.
+const (
+	DefaultSchedulerName = "my-scheduler"
+	LeaseNamespace       = "kube-system"
+)
+
+// ownLease is the leader election of a scheduler whose profile is schedulerName, as the shipped
+// files and the chart write it: on, with a Lease of that name. Left out, kube-scheduler would
+// lead on kube-system/kube-scheduler, the Lease the default scheduler holds, and whichever
+// holds it schedules while the other waits (system:kube-scheduler may update that Lease).
+func ownLease(schedulerName string) *LeaderElection {
+	return &LeaderElection{LeaderElect: true, ResourceNamespace: LeaseNamespace, ResourceName: schedulerName}
+}
+
 // Options choose what Generate writes.
 type Options struct {
 	// Agents to call, in the order given.
@@ -104,13 +171,22 @@ type Options struct {
 	NodeCache bool
 	// HTTPS calls the extenders over mutual TLS, as yamlfiles/extender.safe.mtls.yaml does.
 	HTTPS bool
-	// SchedulerName is the profile's scheduler name (default my-scheduler).
+	// SchedulerName is the profile's scheduler name (default my-scheduler), and the name of
+	// the scheduler's Lease.
 	SchedulerName string
 	// Sidecars adds the sidecar containers to add to the scheduler's pod.
 	Sidecars bool
+	// Bind lets the agent that can bind pods (reward) bind them: its entry gets the bind verb
+	// and, with Sidecars, its sidecar the variable that turns its binding on (BIND=true), as the
+	// chart's agents.reward.settings.bind does both. Without Bind no bind verb is written and
+	// kube-scheduler binds. One switch for both halves: a bind verb whose sidecar does not bind
+	// fails every pod's binding ("binding is not supported"), and binding is the one verb whose
+	// failure no pod survives. Without Sidecars the generator cannot set the variable, and the
+	// output says in a comment that the sidecar needs it.
+	Bind bool
 	// Plugins writes plugin mode's configuration (kube-safe-scheduler, docs/plugin-mode.md)
-	// instead: the agents' functions as the profile's plugins (PluginMode). NodeCache, HTTPS
-	// and Sidecars are extender mode only.
+	// instead: the agents' functions as the profile's plugins (PluginMode). NodeCache, HTTPS,
+	// Sidecars and Bind are extender mode only.
 	Plugins bool
 }
 
@@ -138,6 +214,8 @@ func lookup(table []Agent, want []string) ([]Agent, error) {
 
 // Generate returns the KubeSchedulerConfiguration calling the agents o names, among regs, as the
 // shipped files do and, with Sidecars, a second YAML document listing the sidecar containers.
+// In both modes the scheduler leads on a Lease of its own (ownLease), never the default
+// scheduler's.
 func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 	agents, err := lookup(Table(regs), o.Agents)
 	if err != nil {
@@ -145,11 +223,11 @@ func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 	}
 	name := o.SchedulerName
 	if name == "" {
-		name = "my-scheduler"
+		name = DefaultSchedulerName
 	}
 	if o.Plugins {
 		var extenderOnly []string
-		for flag, set := range map[string]bool{"node cache": o.NodeCache, "HTTPS": o.HTTPS, "sidecars": o.Sidecars} {
+		for flag, set := range map[string]bool{"node cache": o.NodeCache, "HTTPS": o.HTTPS, "sidecars": o.Sidecars, "bind": o.Bind} {
 			if set {
 				extenderOnly = append(extenderOnly, flag)
 			}
@@ -158,11 +236,45 @@ func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 			slices.Sort(extenderOnly)
 			return nil, fmt.Errorf("%s: extender mode only (plugin mode has no extender and no sidecar)", strings.Join(extenderOnly, ", "))
 		}
-		return marshal(KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, Profiles: []Profile{PluginProfile(name, agents)}})
+		return marshal(KubeSchedulerConfiguration{APIVersion: APIVersion, Kind: Kind, LeaderElection: ownLease(name),
+			Profiles: []Profile{PluginProfile(name, agents)}})
+	}
+	// The agents that can bind: at most one may, and only when o.Bind turns it on (see Bind).
+	var binders []Agent
+	for _, a := range agents {
+		if binds(a) {
+			binders = append(binders, a)
+		}
+	}
+	var header []string
+	switch {
+	case o.Bind && len(binders) == 0:
+		var all []string
+		for _, a := range Table(regs) {
+			if binds(a) {
+				all = append(all, a.Name)
+			}
+		}
+		return nil, fmt.Errorf("no agent of %s binds pods (bind needs one of: %s)", strings.Join(names(agents), ", "), strings.Join(all, ", "))
+	case o.Bind && len(binders) > 1:
+		return nil, fmt.Errorf("%s all bind pods: at most one extender may bind", strings.Join(names(binders), ", "))
+	case o.Bind && binders[0].BindEnv == "":
+		return nil, fmt.Errorf("%s binds, but its configuration has no bind setting to turn it on", binders[0].Name)
+	case o.Bind && !o.Sidecars:
+		header = []string{
+			fmt.Sprintf("# bindVerb: the %s sidecar must run with %s=true, or it answers every bind", binders[0].Name, binders[0].BindEnv),
+			"# \"binding is not supported\" and no pod of " + name + " is bound (--sidecars writes it).",
+		}
+	case !o.Bind && len(binders) > 0:
+		header = []string{
+			fmt.Sprintf("# No bindVerb: kube-scheduler binds. %s can bind pods itself (a failed bind then counts", binders[0].Name),
+			fmt.Sprintf("# against the node): --bind writes its bindVerb, and with --sidecars %s=true in its sidecar.", binders[0].BindEnv),
+		}
 	}
 	cfg := KubeSchedulerConfiguration{
 		APIVersion: APIVersion, Kind: Kind,
-		Profiles: []Profile{{SchedulerName: name}},
+		LeaderElection: ownLease(name),
+		Profiles:       []Profile{{SchedulerName: name}},
 	}
 	scheme := "http"
 	if o.HTTPS {
@@ -170,6 +282,10 @@ func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 	}
 	for _, a := range agents {
 		for _, c := range a.Calls {
+			if !o.Bind {
+				c.BindVerb = ""
+				c.HoldOnError = holds(c)
+			}
 			e := Extender{
 				URLPrefix:        fmt.Sprintf("%s://localhost:%d/scheduler", scheme, a.Port),
 				FilterVerb:       c.FilterVerb,
@@ -196,12 +312,15 @@ func Generate(regs []framework.Registration, o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(header) > 0 {
+		out = append([]byte(strings.Join(header, "\n")+"\n"), out...)
+	}
 	if !o.Sidecars {
 		return out, nil
 	}
 	var containers []map[string]any
 	for _, a := range agents {
-		containers = append(containers, sidecar(a, o.HTTPS))
+		containers = append(containers, sidecar(a, o.HTTPS, o.Bind && binds(a)))
 	}
 	side, err := marshal(map[string]any{"containers": containers})
 	if err != nil {
@@ -265,13 +384,17 @@ func PluginProfile(schedulerName string, agents []Agent) Profile {
 	return p
 }
 
-// sidecar is the container of one agent, listening on 127.0.0.1 with exec probes.
-func sidecar(a Agent, https bool) map[string]any {
+// sidecar is the container of one agent, listening on 127.0.0.1 with exec probes; bind turns
+// the agent's binding on (its bind verb is in the extenders list).
+func sidecar(a Agent, https, bind bool) map[string]any {
 	port := strconv.Itoa(a.Port)
 	env := []map[string]any{
 		{"name": "HTTP_PORT", "value": "127.0.0.1:" + port},
 		{"name": "AGENTS", "value": a.Name},
 		{"name": "LOG_LEVEL", "value": "INFO"},
+	}
+	if bind {
+		env = append(env, map[string]any{"name": a.BindEnv, "value": "true"})
 	}
 	probe := func(path string) []string {
 		return []string{"/extender", "probe", "http://127.0.0.1:" + port + path}

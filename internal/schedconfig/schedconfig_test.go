@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,8 +43,9 @@ func TestTable(t *testing.T) {
 		{Name: "template", Port: 5404, Calls: []Call{
 			{FilterVerb: "predicates/template-label", PrioritizeVerb: "priorities/template-score", Weight: 1, HoldOnError: true},
 		}},
-		// No filter, but bind and preemption: the entry holds pods back.
-		{Name: "reward", Port: 5407, Calls: []Call{
+		// No filter, but bind and preemption: the entry holds pods back. BIND (its Config's
+		// field json "bind") turns its binding on.
+		{Name: "reward", Port: 5407, BindEnv: "BIND", Calls: []Call{
 			{PrioritizeVerb: "priorities/reward", Weight: 2, BindVerb: "bind", PreemptVerb: "preemption", HoldOnError: true},
 		}},
 		// A prioritizer alone: ignorable.
@@ -98,7 +100,8 @@ func shipped(t *testing.T, name string) (KubeSchedulerConfiguration, map[string]
 // The generator writes the extenders list and the sidecars of the shipped files from the table:
 // what one changes without the other shows here.
 // Every yamlfiles/extender.*.yaml is checked: extender.<agent>.yaml, for an agent of
-// agents.All, against extender config --agents <agent> --node-cache --sidecars; any other file
+// agents.All, against extender config --agents <agent> --node-cache --sidecars (and --bind for an
+// agent that binds: the shipped file binds with it); any other file
 // against the options listed here (an unlisted one fails the test), or it is listed with why it
 // is not generated. Every agent ships its extender.<agent>.yaml.
 func TestShippedFilesMatchTable(t *testing.T) {
@@ -110,7 +113,7 @@ func TestShippedFilesMatchTable(t *testing.T) {
 	}
 	for _, r := range allagents.All {
 		if _, ok := files["extender."+r.Name+".yaml"]; !ok {
-			files["extender."+r.Name+".yaml"] = Options{Agents: []string{r.Name}, NodeCache: true}
+			files["extender."+r.Name+".yaml"] = Options{Agents: []string{r.Name}, NodeCache: true, Bind: r.Bind}
 		}
 	}
 	// Not generated: a file whose extenders list is not one the generator writes.
@@ -152,6 +155,9 @@ func TestShippedFilesMatchTable(t *testing.T) {
 			}
 			if len(got.Profiles) != 1 || got.Profiles[0].SchedulerName != want.Profiles[0].SchedulerName {
 				t.Errorf("profiles %+v, want %+v", got.Profiles, want.Profiles)
+			}
+			if diff := cmp.Diff(want.LeaderElection, got.LeaderElection); diff != "" {
+				t.Errorf("leaderElection (-%s +generated):\n%s", file, diff)
 			}
 			var side struct {
 				Containers []map[string]any `json:"containers"`
@@ -317,4 +323,146 @@ func TestPluginModeMatchesTheExtenders(t *testing.T) {
 		!strings.Contains(err.Error(), "HTTPS, sidecars: extender mode only") {
 		t.Errorf("plugin mode with HTTPS and sidecars: %v", err)
 	}
+}
+
+// every lists the option sets the lease and bind tests generate: each agent alone and all of
+// them together, in plugin mode and in extender mode with and without sidecars and bind (bind
+// only where an agent binds), with the default scheduler name and another.
+func every(t *testing.T) []Options {
+	t.Helper()
+	table := Table(allagents.All)
+	sets := [][]string{names(table)}
+	for _, a := range table {
+		sets = append(sets, []string{a.Name})
+	}
+	var out []Options
+	for _, agents := range sets {
+		canBind := slices.ContainsFunc(table, func(a Agent) bool { return slices.Contains(agents, a.Name) && binds(a) })
+		for _, name := range []string{"", "other-scheduler"} {
+			out = append(out, Options{Agents: agents, SchedulerName: name, Plugins: true})
+			for _, sidecars := range []bool{false, true} {
+				for _, bind := range []bool{false, true} {
+					if bind && !canBind {
+						continue
+					}
+					out = append(out, Options{Agents: agents, SchedulerName: name, Sidecars: sidecars, Bind: bind, NodeCache: true})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// generate runs Generate and splits its output into the configuration and, with sidecars, the
+// sidecar containers.
+func generate(t *testing.T, o Options) (string, KubeSchedulerConfiguration, []map[string]any) {
+	t.Helper()
+	out, err := Generate(allagents.All, o)
+	if err != nil {
+		t.Fatalf("%+v: %v", o, err)
+	}
+	docs := strings.SplitN(string(out), "\n---\n", 2)
+	var cfg KubeSchedulerConfiguration
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &cfg); err != nil {
+		t.Fatalf("%+v: %v\n%s", o, err, out)
+	}
+	var side struct {
+		Containers []map[string]any `json:"containers"`
+	}
+	if len(docs) == 2 {
+		if err := yaml.UnmarshalStrict([]byte(docs[1]), &side); err != nil {
+			t.Fatalf("%+v: %v\n%s", o, err, out)
+		}
+	}
+	return string(out), cfg, side.Containers
+}
+
+// Issue 49: without leaderElection kube-scheduler leads on kube-system/kube-scheduler, the
+// default scheduler's Lease, so that of the two only one schedules. Every generated
+// configuration, in both modes, leads on a Lease of its own named after its profile, in the
+// namespace of the shipped files (whose Role lets the scheduler update a Lease of that name).
+func TestGeneratedSchedulerLeadsOnItsOwnLease(t *testing.T) {
+	for _, o := range every(t) {
+		_, cfg, _ := generate(t, o)
+		name := o.SchedulerName
+		if name == "" {
+			name = "my-scheduler"
+		}
+		want := &LeaderElection{LeaderElect: true, ResourceNamespace: "kube-system", ResourceName: name}
+		if diff := cmp.Diff(want, cfg.LeaderElection); diff != "" {
+			t.Errorf("%+v: leaderElection (-want +got):\n%s", o, diff)
+		}
+		if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != name {
+			t.Errorf("%+v: profiles %+v, want one named %s", o, cfg.Profiles, name)
+		}
+	}
+}
+
+// Issue 49: `extender config --agents reward --sidecars` wrote bindVerb: bind beside a sidecar
+// without BIND=true, which answers every bind "binding is not supported": no pod was bound.
+// Every generated configuration that declares a bind verb has its sidecar bind (with sidecars:
+// the variable is in the env of the sidecar on the binder's port; without: the output says the
+// sidecar needs it), no sidecar binds without the verb, and a configuration without bind leaves
+// binding to kube-scheduler while the binder's entry still holds pods back (its preemption).
+func TestGeneratedBindVerbBinds(t *testing.T) {
+	bindEnv := map[string]string{} // urlPrefix port -> the variable of the agent there
+	for _, a := range Table(allagents.All) {
+		if binds(a) {
+			bindEnv[strconv.Itoa(a.Port)] = a.BindEnv
+		}
+	}
+	if len(bindEnv) == 0 {
+		t.Fatal("no agent binds: reward's Offer lost Bind")
+	}
+	for _, o := range every(t) {
+		if o.Plugins {
+			continue
+		}
+		out, cfg, containers := generate(t, o)
+		binders := 0
+		var binderPort string
+		for _, e := range cfg.Extenders {
+			port := e.URLPrefix[strings.LastIndex(e.URLPrefix, ":")+1 : strings.LastIndex(e.URLPrefix, "/")]
+			if e.BindVerb != "" {
+				binders++
+				binderPort = port
+			}
+			if _, ok := bindEnv[port]; ok && (e.Ignorable == nil || *e.Ignorable) {
+				t.Errorf("%+v: the binder's entry %s is ignorable", o, e.URLPrefix)
+			}
+		}
+		if o.Bind != (binders == 1) || binders > 1 {
+			t.Errorf("%+v: %d entries with bindVerb\n%s", o, binders, out)
+			continue
+		}
+		for _, c := range containers {
+			port := strings.TrimPrefix(envOf(c)["HTTP_PORT"], "127.0.0.1:")
+			v, set := envOf(c)[bindEnv[port]]
+			if port == binderPort && v != "true" {
+				t.Errorf("%+v: the sidecar %s serves bindVerb: bind without %s=true: it answers every bind \"binding is not supported\"\n%s", o, c["name"], bindEnv[port], out)
+			}
+			if port != binderPort && set {
+				t.Errorf("%+v: the sidecar %s sets %s=%s, and no bindVerb calls it", o, c["name"], bindEnv[port], v)
+			}
+		}
+		if binders == 1 && !o.Sidecars && !strings.Contains(out, "must run with "+bindEnv[binderPort]+"=true") {
+			t.Errorf("%+v: bindVerb without sidecars, and no word that the sidecar needs %s=true:\n%s", o, bindEnv[binderPort], out)
+		}
+	}
+	for _, o := range []Options{{Agents: []string{"safe"}, Bind: true}, {Agents: []string{"reward"}, Bind: true, Plugins: true}} {
+		if _, err := Generate(allagents.All, o); err == nil {
+			t.Errorf("%+v: no error (safe does not bind; plugin mode has no bind verb)", o)
+		}
+	}
+}
+
+// envOf returns a generated container's env by name.
+func envOf(c map[string]any) map[string]string {
+	out := map[string]string{}
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		m := e.(map[string]any)
+		out[m["name"].(string)] = m["value"].(string)
+	}
+	return out
 }

@@ -10,10 +10,20 @@ const (
 
 // KubeSchedulerConfiguration is the part of kubescheduler.config.k8s.io/v1 written here.
 type KubeSchedulerConfiguration struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Profiles   []Profile  `json:"profiles,omitempty"`
-	Extenders  []Extender `json:"extenders,omitempty"`
+	APIVersion     string          `json:"apiVersion"`
+	Kind           string          `json:"kind"`
+	LeaderElection *LeaderElection `json:"leaderElection,omitempty"`
+	Profiles       []Profile       `json:"profiles,omitempty"`
+	Extenders      []Extender      `json:"extenders,omitempty"`
+}
+
+// LeaderElection is the scheduler's leader election (v1 LeaderElectionConfiguration, the fields
+// written here). Without it kube-scheduler takes the Lease kube-system/kube-scheduler, the
+// default scheduler's.
+type LeaderElection struct {
+	LeaderElect       bool   `json:"leaderElect"`
+	ResourceNamespace string `json:"resourceNamespace"`
+	ResourceName      string `json:"resourceName"`
 }
 
 // Profile is a scheduling profile.
