@@ -62,24 +62,30 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	insecure := fs.Bool("insecure-skip-verify", false, "do not verify an https server's certificate (e.g. a kube-scheduler's self-signed one)")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each extender")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: extender explain [flags] [NAMESPACE/]POD\n\n"+
+		fmt.Fprintf(stderr, "Usage: extender explain [NAMESPACE/]POD [flags] (flags before or after POD)\n\n"+
 			"Prints the last scheduling cycle of POD as the extenders at --url kept it (GET /debug/decisions):\n"+
 			"each node's verdicts and scores, the weighted sum, and what each agent saw of it.\n"+
 			"In plugin mode give --scheduler: kube-safe-scheduler started with DECISIONS_KEPT > 0 publishes its plugins'\n"+
 			"decisions under /configz, behind kube-scheduler's own authentication and authorization.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	// Flags may come before or after the pod (docs/operations.md puts them after).
+	pods, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "extender explain: give exactly one pod, as NAMESPACE/NAME or NAME (in default)")
+	if len(pods) != 1 {
+		got := ""
+		if len(pods) > 1 {
+			got = fmt.Sprintf("; got %d: %s", len(pods), strings.Join(pods, " "))
+		}
+		fmt.Fprintf(stderr, "extender explain: give exactly one pod, as NAMESPACE/NAME or NAME (in default)%s\n", got)
 		return 2
 	}
-	pod := fs.Arg(0)
+	pod := pods[0]
 	if !strings.Contains(pod, "/") {
 		pod = "default/" + pod
 	}

@@ -79,6 +79,16 @@ func TestExplainCommand(t *testing.T) {
 	if strings.Index(got, "calm") > strings.Index(got, "jammed") {
 		t.Error("the best node is not first")
 	}
+	// docs/operations.md gives the pod first and the flags after it: the same explanation.
+	for _, args := range [][]string{
+		{"web", "--url", s.URL, "--weights", "congestion=3"},
+		{"--url", s.URL, "default/web", "--weights=congestion=3"},
+	} {
+		var after, errAfter bytes.Buffer
+		if code := explain(context.Background(), args, &after, &errAfter); code != 0 || after.String() != got {
+			t.Errorf("explain %q: exit %d (%s), output\n%s\nwant the output of the flags first", args, code, errAfter.String(), after.String())
+		}
+	}
 }
 
 // Usage errors and a target keeping no decisions are reported by name.
@@ -92,6 +102,8 @@ func TestExplainErrors(t *testing.T) {
 		want string
 	}{
 		{nil, 2, "give exactly one pod"},
+		{[]string{"a", "--url", s.URL, "b"}, 2, "give exactly one pod, as NAMESPACE/NAME or NAME (in default); got 2: a b"},
+		{[]string{"p", "--url", s.URL, "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"--weights", "congestion=0", "p"}, 2, `"congestion=0" is not function=weight`},
 		{[]string{"--url", "ftp://x", "p"}, 1, `"ftp://x" is not an http or https URL`},
 		{[]string{"--url", notExtender.URL, "p"}, 1, "for kube-safe-scheduler, plugin mode, give --scheduler"},

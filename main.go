@@ -479,17 +479,26 @@ func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) 
 // convertPolicy prints the v1 KubeSchedulerConfiguration equivalent of a legacy Policy file and
 // reports on stderr what has no v1 equivalent.
 func convertPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || strings.HasPrefix(args[0], "-") && args[0] != "-" {
+	fs := flag.NewFlagSet("extender convert-policy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: extender convert-policy <policy file, JSON or YAML, or - for stdin>\n\n"+
 			"Prints the kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration equivalent of a legacy Policy\n"+
 			"(removed in Kubernetes 1.23); what has no v1 equivalent is reported here, with the v1 plugins to use.\n")
-		if len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+	}
+	// -h after the file is help too, and an unknown flag is named (flags.go).
+	args, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	if len(args) != 1 {
+		fs.Usage()
+		return 2
+	}
 	var data []byte
-	var err error
 	if args[0] == "-" {
 		data, err = io.ReadAll(os.Stdin)
 	} else {
@@ -526,19 +535,21 @@ func probe(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: extender probe [flags] URL\n\nGETs URL and exits 0 when it answers 200 (an exec probe).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	// Flags may come before or after the URL (flags.go).
+	urls, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() != 1 {
+	if len(urls) != 1 {
 		fmt.Fprintln(stderr, "extender probe: give exactly one URL, e.g. http://127.0.0.1:5401/healthz")
 		return 2
 	}
-	u, err := url.Parse(fs.Arg(0))
+	u, err := url.Parse(urls[0])
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		fmt.Fprintf(stderr, "extender probe: %q is not an http or https URL\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "extender probe: %q is not an http or https URL\n", urls[0])
 		return 2
 	}
 	transport := &http.Transport{DisableKeepAlives: true}
