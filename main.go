@@ -143,7 +143,14 @@ func servePprof(ctx context.Context, addr string, log logrus.FieldLogger) error 
 
 // validate checks the server's own settings that their declaration does not range-check.
 func (c *config) validate() error {
-	return c.decisionsBound.Describe(c.decisions.Validate())
+	var combined error
+	if strings.TrimSpace(c.combined) != "" {
+		// The syntax here; the names once the agents are built (combine).
+		if _, err := framework.ParseWeighted(c.combined); err != nil {
+			combined = fmt.Errorf("invalid COMBINED_PRIORITIES (or --combined-priorities): %w", err)
+		}
+	}
+	return errors.Join(c.decisionsBound.Describe(c.decisions.Validate()), combined)
 }
 
 // run is the extender: it reads its configuration, then starts, in order, TLS, cluster access,
@@ -163,6 +170,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return configError(stderr, err)
 	}
 	log := st.cfg.log.New(stderr)
+	for _, w := range st.set.Warnings() {
+		log.Warn(w)
+	}
 	log.Info(memlimit.Apply())
 	tlsServer, err := st.tlsServer(log)
 	if err != nil {
@@ -263,8 +273,10 @@ func parseSettings(registrations []framework.Registration, args []string, getenv
 	if errors.Is(err, flag.ErrHelp) {
 		return nil, err
 	}
-	// Every bad setting at once: those that do not parse, and the values out of range.
-	if err = errors.Join(err, st.cfg.validate()); err != nil {
+	// Every bad setting at once, of the extender and of every agent compiled in: those that do
+	// not parse, and the values their Validate refuses (a value that does not parse leaves its
+	// default, which Validate accepts, so nothing is reported twice).
+	if err = errors.Join(err, st.cfg.validate(), st.tlsBound.Describe(st.tls.Validate()), st.validateAgents(names)); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -272,6 +284,29 @@ func parseSettings(registrations []framework.Registration, args []string, getenv
 			fs.Arg(0), strings.Join(slices.Sorted(maps.Keys(subcommands)), ", "))
 	}
 	return st, nil
+}
+
+// validateAgents checks AGENTS and every compiled-in agent's configuration, reporting every
+// problem: a served agent's own file (pigeon's PIGEON_CONFIG) is read first, as it fills what no
+// flag or variable set; an agent not served is checked on its flags and variables alone. The
+// agents' constructors validate again (the one check in plugin mode).
+func (st *startup) validateAgents(names []string) error {
+	selected, err := selectAgents(st.cfg.agents, names)
+	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("invalid AGENTS (or --agents): %w", err))
+	}
+	for _, r := range st.registrations {
+		ac := st.agents[r.Name]
+		if fc, ok := ac.cfg.(framework.FileConfig); ok && slices.Contains(selected, r.Name) {
+			if err := fc.ApplyFile(st.set.Explicit); err != nil {
+				errs = append(errs, fmt.Errorf("agent %s: %w", r.Name, err))
+				continue
+			}
+		}
+		errs = append(errs, ac.bound.Describe(ac.cfg.Validate()))
+	}
+	return errors.Join(errs...)
 }
 
 // tlsServer returns the TLS certificates' reloader, or nil when TLS is off. The TLS settings are
@@ -303,12 +338,7 @@ func (st *startup) buildAgents(log logrus.FieldLogger, state *cluster.Cache, reg
 		if !slices.Contains(selected, r.Name) {
 			continue
 		}
-		ac := st.agents[r.Name]
-		if fc, ok := ac.cfg.(framework.FileConfig); ok {
-			if err := fc.ApplyFile(st.set.Explicit); err != nil {
-				return nil, fmt.Errorf("agent %s: %w", r.Name, err)
-			}
-		}
+		ac := st.agents[r.Name] // validated, its file read, by parseSettings
 		h := framework.Handle{Log: log.WithField("agent", r.Name), Metrics: reg}
 		if state != nil {
 			h = state.Handle(h, r.Name)

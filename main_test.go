@@ -99,7 +99,7 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 		{"pprof bare port", nil, env("PPROF_ADDR", "6060"), `invalid PPROF_ADDR (or --pprof-addr): "6060" is not host:port`},
 		// an agent's range, checked by its Config.Validate, named by variable and flag
 		{"agent range", nil, env("AGENTS", "safe", "SAFEUTILIZATION", "101"),
-			"agent safe:\ninvalid SAFEUTILIZATION (or --safe-utilization): 101 is out of range [0, 100]"},
+			"invalid SAFEUTILIZATION (or --safe-utilization): 101 is out of range [0, 100]"},
 		{"agent value", nil, env("AGENTS", "congestion", "CONGESTION_FACTOR_MAX", "many"),
 			`invalid CONGESTION_FACTOR_MAX (or --congestion-factor-max): "many" is not an integer`},
 		{"unknown flag", []string{"--frobnicate"}, env(), "flag provided but not defined"},
@@ -127,6 +127,42 @@ func TestRunRejectsMisconfiguration(t *testing.T) {
 				t.Errorf("output %q lacks %q", out.String(), tc.want)
 			}
 		})
+	}
+}
+
+// Every bad value is reported at once, at start: one that does not parse does not hide the
+// others' ranges, one agent's do not hide another's (served or not), nor the extender's own.
+func TestRunReportsEveryBadValueAtOnce(t *testing.T) {
+	requireAgents(t)
+	var out syncBuffer
+	code := run(context.Background(), []string{"--reward-max-entries", "1"}, env(
+		"AGENTS", "safe,reward",
+		"SAFEUTILIZATION", "abc", // does not parse
+		"SAFEPERCENTILE", "200", // out of range, same agent
+		"SAFE_ESTIMATE", "bogus", // not a choice
+		"REWARD_WEIGHT", "0", // another agent's range, (0, 1]
+		"CONGESTION_FACTOR_MAX", "0", // an agent compiled in but not served
+		"TLS_MIN_VERSION", "1.1", // the extender's own
+		"DECISIONS_KEPT", "-1",
+		"COMBINED_PRIORITIES", "safe-overload=1.5",
+	), &out)
+	if code != 2 {
+		t.Errorf("exit code %d, want 2", code)
+	}
+	for _, want := range []string{
+		`invalid SAFEUTILIZATION (or --safe-utilization): "abc" is not an integer`,
+		"invalid SAFEPERCENTILE (or --safe-percentile): 200 is out of range [0, 100]",
+		`invalid SAFE_ESTIMATE (or --safe-estimate): "bogus" is not one of request, learned`,
+		"invalid REWARD_WEIGHT (or --reward-weight): 0 is out of range (0, 1]",
+		"invalid REWARD_MAX_ENTRIES (or --reward-max-entries): 1 is out of range [2, 8000]",
+		"invalid CONGESTION_FACTOR_MAX (or --congestion-factor-max): 0 is out of range [1, 2147483647]",
+		`invalid TLS_MIN_VERSION (or --tls-min-version): "1.1" is not one of 1.2, 1.3`,
+		"invalid DECISIONS_KEPT (or --decisions-kept)",
+		"invalid COMBINED_PRIORITIES (or --combined-priorities)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

@@ -111,6 +111,10 @@ func (s *Set) bindField(dst reflect.Value, env, flagName, help string) {
 		// a configuration's durations are a text type (framework.Duration), one for all.
 		panic(fmt.Sprintf("settings.Bind: %s is a bare time.Duration: use framework.Duration, which reads and writes \"2s\" in JSON too", env))
 	default:
+		if dst.Kind() == reflect.String { // a typed enum without a text decoder: Check judges it
+			s.add(env, flagName, help, dst.String(), func(raw string) error { dst.SetString(raw); return nil })
+			return
+		}
 		panic(fmt.Sprintf("settings.Bind: %s has unsupported type %s", env, dst.Type()))
 	}
 }
@@ -148,4 +152,13 @@ func leaves(err error) []error {
 		}
 	}
 	return []error{err}
+}
+
+// Leaves returns the errors that errors.Join joined in err (through any wrapping), each on its
+// own: nil for nil.
+func Leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	return leaves(err)
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -22,12 +23,15 @@ type Set struct {
 	fs      *flag.FlagSet
 	getenv  func(string) (string, bool)
 	entries []*entry
+	// warnings are Parse's notes on values accepted in an old spelling (Percent).
+	warnings []string
 }
 
 type entry struct {
 	env   string
 	flag  string
 	usage string
+	def   string
 	// set parses a raw value into the destination, validating it.
 	set func(raw string) error
 	// raw is the value the flag was given on the command line, if any.
@@ -50,7 +54,7 @@ func New(fs *flag.FlagSet, getenv func(string) (string, bool)) *Set {
 func (s *Set) FlagSet() *flag.FlagSet { return s.fs }
 
 func (s *Set) add(env, flagName, usage, def string, set func(string) error) {
-	e := &entry{env: env, flag: flagName, usage: usage, set: set}
+	e := &entry{env: env, flag: flagName, usage: usage, def: def, set: set}
 	s.entries = append(s.entries, e)
 	help := usage
 	if env != "" {
@@ -110,11 +114,67 @@ func (s *Set) Float(dst *float64, env, flagName string, def, min, max float64, u
 	})
 }
 
+// Percent declares a setting that is a share, a percentile or a threshold: an integer percent
+// in [min, max] (90 means 90 %), the one unit of every such setting (docs/configuration.md,
+// "Units"). A decimal fraction in [0, 1] ("0.9") is the old spelling of a setting that used to
+// be a fraction: for one release it is read as that fraction in percent, rounded, and Parse
+// leaves a warning (Warnings) naming the setting, the value and its new spelling.
+func (s *Set) Percent(dst *int, env, flagName string, def, min, max int, usage string) {
+	*dst = def
+	var e *entry
+	s.add(env, flagName, usage+" (integer percent)", strconv.Itoa(def), func(raw string) error {
+		text := strings.TrimSpace(raw)
+		v, err := strconv.Atoi(text)
+		if err != nil {
+			f, ferr := strconv.ParseFloat(text, 64)
+			if ferr != nil || !(f >= 0 && f <= 1) {
+				return fmt.Errorf("%q is not an integer percent (90 means 90 %%)", raw)
+			}
+			v = int(math.Round(f * 100))
+			s.warnings = append(s.warnings, fmt.Sprintf("%s=%s is a fraction, the old spelling of this setting: read as %d (percent); "+
+				"write %s=%d, a fraction will be refused in a later release", e.label(), text, v, e.label(), v))
+		}
+		if v < min || v > max {
+			return fmt.Errorf("%d is out of range [%d, %d] (percent)", v, min, max)
+		}
+		*dst = v
+		return nil
+	})
+	e = s.entries[len(s.entries)-1]
+}
+
+// label names a setting in a warning by its variable, else its flag.
+func (e *entry) label() string {
+	if e.env != "" {
+		return e.env
+	}
+	return "--" + e.flag
+}
+
+// Warnings returns, after Parse, what the program should log: values accepted in an old
+// spelling, each naming its setting, the value and the new spelling.
+func (s *Set) Warnings() []string { return s.warnings }
+
+// Declared is a setting as declared: its variable, flag and default (as the help shows it).
+type Declared struct {
+	Env, Flag, Default string
+}
+
+// Declared returns every setting declared on s, in declaration order (the documentation's test
+// compares them with docs/configuration.md).
+func (s *Set) Declared() []Declared {
+	out := make([]Declared, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = Declared{Env: e.env, Flag: e.flag, Default: e.def}
+	}
+	return out
+}
+
 // Bool declares a boolean setting (true/false, 1/0, as strconv.ParseBool reads them). The flag
 // may be given bare (--flag means --flag=true).
 func (s *Set) Bool(dst *bool, env, flagName string, def bool, usage string) {
 	*dst = def
-	e := &entry{env: env, flag: flagName, usage: usage, set: func(raw string) error {
+	e := &entry{env: env, flag: flagName, usage: usage, def: strconv.FormatBool(def), set: func(raw string) error {
 		v, err := strconv.ParseBool(strings.TrimSpace(raw))
 		if err != nil {
 			return fmt.Errorf("%q is not true or false", raw)

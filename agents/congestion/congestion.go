@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -31,7 +30,7 @@ const DefaultFactorMax = 100
 // Config holds the agent's settings (tags: see settings.Bind and template.Config).
 type Config struct {
 	// FactorMax is M: the congestion factor at and above which a node scores 0 (an integer > 0).
-	FactorMax int `json:"factorMax" env:"CONGESTION_FACTOR_MAX" flag:"congestion-factor-max" help:"congestion agent: congestion factor M at and above which a node scores 0 (integer 1..2147483647)"`
+	FactorMax int `json:"factorMax" range:"[1,2147483647]" env:"CONGESTION_FACTOR_MAX" flag:"congestion-factor-max" help:"congestion agent: congestion factor M at and above which a node scores 0 (integer 1..2147483647)"`
 }
 
 // DefaultConfig returns the configuration with every default.
@@ -39,7 +38,7 @@ func DefaultConfig() Config { return Config{FactorMax: DefaultFactorMax} }
 
 // Validate reports every bad field, each as a settings.FieldError.
 func (c Config) Validate() error {
-	return settings.Range("factorMax", c.FactorMax, 1, math.MaxInt32)
+	return settings.Check(c)
 }
 
 // Registration offers the agent to the programs that run agents (agents.All, the extender's

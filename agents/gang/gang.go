@@ -38,19 +38,15 @@ const FilterGang = "gang"
 type Config struct {
 	// CacheWait bounds how long the filter waits for the pod cache to catch up with the pod it
 	// judges before rejecting it (see filter).
-	CacheWait framework.Duration `json:"cacheWait" env:"GANG_CACHE_WAIT" flag:"gang-cache-wait" help:"longest wait for the pod cache to see the pod being judged before rejecting it for a short group (0..4s)"`
+	CacheWait framework.Duration `json:"cacheWait" range:"[0s,4s]" env:"GANG_CACHE_WAIT" flag:"gang-cache-wait" help:"longest wait for the pod cache to see the pod being judged before rejecting it for a short group (0..4s)"`
 }
 
 // DefaultConfig returns the configuration with every default.
 func DefaultConfig() Config { return Config{CacheWait: framework.Duration(time.Second)} }
 
-// maxCacheWait stays below kube-scheduler's default extender httpTimeout (5 s).
-const maxCacheWait = 4 * time.Second
-
-// Validate reports every bad field, each as a settings.FieldError.
-func (c Config) Validate() error {
-	return settings.Range("cacheWait", c.CacheWait.D(), 0, maxCacheWait)
-}
+// Validate reports every bad field, each as a settings.FieldError. CacheWait's bound (its range
+// tag) stays below kube-scheduler's default extender httpTimeout (5 s).
+func (c Config) Validate() error { return settings.Check(c) }
 
 // Registration offers the agent to the programs that run agents (agents.All, the extender's
 // build-tagged file): its functions, and its port and weights in the shipped deployments.

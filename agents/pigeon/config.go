@@ -31,7 +31,10 @@ const (
 )
 
 // objectiveNames lists the objectives in the order shown to users.
-var objectiveNames = []string{string(ABinpack), string(LoadBalance), string(Consolidate), string(FewestNodes)}
+var objectiveNames = settings.Names(ABinpack, LoadBalance, Consolidate, FewestNodes)
+
+// Choices implements settings.Chooser.
+func (Objective) Choices() []string { return objectiveNames }
 
 // The environment variables of the settings; each also has a kebab-case flag (see Config).
 const (
@@ -47,11 +50,11 @@ const (
 type Config struct {
 	// NumResources is n: the agent considers the first n of cpu, memory, pods, gpu,
 	// ephemeral-storage (1..5).
-	NumResources int `json:"numResources" env:"NUM_RESOURCES" flag:"num-resources" help:"number of resources considered, the first n of cpu, memory, pods, gpu, ephemeral-storage (1..5)"`
+	NumResources int `json:"numResources" range:"[1,5]" env:"NUM_RESOURCES" flag:"num-resources" help:"number of resources considered, the first n of cpu, memory, pods, gpu, ephemeral-storage (1..5)"`
 	// Objective is the policy.
 	Objective Objective `json:"policyObjective" env:"POLICY_OBJECTIVE" flag:"policy-objective" help:"placement objective of the pigeon-holing priority, one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE, FEWEST_NODES"`
 	// ResourceIndex is the prime resource of LOAD_BALANCE and CONSOLIDATE, 0..n-1.
-	ResourceIndex int `json:"policyResourceIndex" env:"POLICY_RESOURCE_INDEX" flag:"policy-resource-index" help:"prime resource of LOAD_BALANCE and CONSOLIDATE, an index below NUM_RESOURCES (0 cpu, 1 memory, 2 pods, 3 gpu, 4 ephemeral-storage)"`
+	ResourceIndex int `json:"policyResourceIndex" range:"[0,4]" env:"POLICY_RESOURCE_INDEX" flag:"policy-resource-index" help:"prime resource of LOAD_BALANCE and CONSOLIDATE, an index below NUM_RESOURCES (0 cpu, 1 memory, 2 pods, 3 gpu, 4 ephemeral-storage)"`
 	// GPUResource is the extended resource counted as gpu.
 	GPUResource string `json:"gpuResource" env:"PIGEON_GPU_RESOURCE" flag:"pigeon-gpu-resource" help:"extended resource counted as the gpu resource"`
 	// ConfigFile is the original's pigeon.cfg, read by ApplyFile (default none).
@@ -187,17 +190,21 @@ func (c *Config) from(field string) string {
 	return ""
 }
 
-// Validate reports every bad field, each as a settings.FieldError.
+// Validate reports every bad field, each as a settings.FieldError: the ranges and choices the
+// fields declare (numResources 1..MaxResources, policyResourceIndex below MaxResources), each
+// naming the file line that set it; then the resource index against NUM_RESOURCES.
 func (c Config) Validate() error {
 	var errs []error
-	if c.NumResources < 1 || c.NumResources > MaxResources {
-		errs = append(errs, settings.Fieldf("numResources", "%d%s is out of range [1, %d]", c.NumResources, c.from("numResources"), MaxResources))
+	bad := map[string]bool{}
+	for _, e := range settings.Leaves(settings.Check(c)) {
+		var fe *settings.FieldError
+		if errors.As(e, &fe) {
+			bad[fe.Field] = true
+			e = &settings.FieldError{Field: fe.Field, Err: fmt.Errorf("%w%s", fe.Err, c.from(fe.Field))}
+		}
+		errs = append(errs, e)
 	}
-	if _, ok := objectives[c.Objective]; !ok {
-		errs = append(errs, settings.Fieldf("policyObjective", "%q%s is not one of %s", c.Objective, c.from("policyObjective"),
-			strings.Join(objectiveNames, ", ")))
-	}
-	if hi := min(max(c.NumResources, 1), MaxResources) - 1; c.ResourceIndex < 0 || c.ResourceIndex > hi {
+	if hi := min(max(c.NumResources, 1), MaxResources) - 1; !bad["policyResourceIndex"] && (c.ResourceIndex < 0 || c.ResourceIndex > hi) {
 		errs = append(errs, settings.Fieldf("policyResourceIndex", "%d%s is beyond the resources: NUM_RESOURCES (numResources) is %d, so it must be in 0..%d",
 			c.ResourceIndex, c.from("policyResourceIndex"), c.NumResources, hi))
 	}

@@ -97,9 +97,9 @@ func TestConfigErrors(t *testing.T) {
 			want: []string{"pigeon.cfg line 1", `"PACK" is not one of A_BINPACK, LOAD_BALANCE, CONSOLIDATE`}},
 		{name: "bad index", file: "policyResourceIndex = first\n", want: []string{"pigeon.cfg line 1", "not an integer"}},
 		{name: "index out of range", file: "policyResourceIndex = 5\n",
-			want: []string{"invalid POLICY_RESOURCE_INDEX (or --policy-resource-index): 5 (set by ", "pigeon.cfg line 1) is beyond the resources"}},
+			want: []string{"invalid POLICY_RESOURCE_INDEX (or --policy-resource-index): 5 is out of range [0, 4] (set by ", "pigeon.cfg line 1)"}},
 		{name: "resources out of range", file: "numResources = 6\n",
-			want: []string{"invalid NUM_RESOURCES (or --num-resources): 6 (set by ", "pigeon.cfg line 1) is out of range [1, 5]"}},
+			want: []string{"invalid NUM_RESOURCES (or --num-resources): 6 is out of range [1, 5] (set by ", "pigeon.cfg line 1)"}},
 		{name: "repeated key", file: "numResources = 2\nnumResources = 3\n",
 			want: []string{"pigeon.cfg line 2", "already set on line 1"}},
 		// a bad line stops the program even when the variable overrides that setting

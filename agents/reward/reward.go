@@ -36,19 +36,19 @@ const PriorityReward = "reward"
 // Config holds the agent's settings; DefaultConfig holds the defaults and Validate is the only
 // check.
 type Config struct {
-	Weight          float64            `json:"weight" env:"REWARD_WEIGHT" flag:"reward-weight" help:"weight w of a new observation in the moving average r <- (1-w) r + w x (0 < w <= 1)"`
-	Initial         float64            `json:"initial" env:"REWARD_INITIAL" flag:"reward-initial" help:"reward of a (pod type, node) never observed, and the value rewards drift back to (0..1)"`
-	MTTF            framework.Duration `json:"mttf" env:"REWARD_MTTF" flag:"reward-mttf" help:"a container restart after running less than this counts 0, otherwise 0.5"`
-	HalfLife        framework.Duration `json:"halfLife" env:"REWARD_HALF_LIFE" flag:"reward-half-life" help:"time for a reward's distance to the initial value to halve without new evidence (0: no drift)"`
-	MinObservations int                `json:"minObservations" env:"REWARD_MIN_OBSERVATIONS" flag:"reward-min-observations" help:"below this many observations of a type on a node, blend with the node's reward over all types (0: off)"`
-	StartTimeout    framework.Duration `json:"startTimeout" env:"REWARD_START_TIMEOUT" flag:"reward-start-timeout" help:"a pod bound this long without running counts 0 (image pull, volume errors)"`
-	FlushInterval   framework.Duration `json:"flushInterval" env:"REWARD_FLUSH_INTERVAL" flag:"reward-flush-interval" help:"how often the leader writes the table to its ConfigMap (and others reload it): at most this much is lost on a restart"`
-	MaxEntries      int                `json:"maxEntries" env:"REWARD_MAX_ENTRIES" flag:"reward-max-entries" help:"most (pod type, node) rows kept; the least recently observed go first"`
-	PreemptMin      float64            `json:"preemptMin" env:"REWARD_PREEMPT_MIN" flag:"reward-preempt-min" help:"preemption candidates where the pod's type has a lower reward are dropped (0..1; 0 keeps all)"`
+	Weight          float64            `json:"weight" range:"(0,1]" env:"REWARD_WEIGHT" flag:"reward-weight" help:"weight w of a new observation in the moving average r <- (1-w) r + w x (0 < w <= 1)"`
+	Initial         float64            `json:"initial" range:"[0,1]" env:"REWARD_INITIAL" flag:"reward-initial" help:"reward of a (pod type, node) never observed, and the value rewards drift back to (0..1)"`
+	MTTF            framework.Duration `json:"mttf" range:"[0s,8760h]" env:"REWARD_MTTF" flag:"reward-mttf" help:"a container restart after running less than this counts 0, otherwise 0.5"`
+	HalfLife        framework.Duration `json:"halfLife" range:"[0s,87600h]" env:"REWARD_HALF_LIFE" flag:"reward-half-life" help:"time for a reward's distance to the initial value to halve without new evidence (0: no drift)"`
+	MinObservations int                `json:"minObservations" range:"[0,1000]" env:"REWARD_MIN_OBSERVATIONS" flag:"reward-min-observations" help:"below this many observations of a type on a node, blend with the node's reward over all types (0: off)"`
+	StartTimeout    framework.Duration `json:"startTimeout" range:"[1s,24h]" env:"REWARD_START_TIMEOUT" flag:"reward-start-timeout" help:"a pod bound this long without running counts 0 (image pull, volume errors)"`
+	FlushInterval   framework.Duration `json:"flushInterval" range:"[100ms,1h]" env:"REWARD_FLUSH_INTERVAL" flag:"reward-flush-interval" help:"how often the leader writes the table to its ConfigMap (and others reload it): at most this much is lost on a restart"`
+	MaxEntries      int                `json:"maxEntries" range:"[2,8000]" env:"REWARD_MAX_ENTRIES" flag:"reward-max-entries" help:"most (pod type, node) rows kept; the least recently observed go first"`
+	PreemptMin      float64            `json:"preemptMin" range:"[0,1]" env:"REWARD_PREEMPT_MIN" flag:"reward-preempt-min" help:"preemption candidates where the pod's type has a lower reward are dropped (0..1; 0 keeps all)"`
 	Bind            bool               `json:"bind" env:"BIND" flag:"bind" help:"bind pods through the API server (the extender's bindVerb); a bind failure counts 0"`
 	Namespace       string             `json:"namespace" env:"REWARD_NAMESPACE" flag:"reward-namespace" help:"namespace of the table's ConfigMap and Lease (empty: the pod's own namespace, else kube-system)"`
 	Object          string             `json:"object" env:"REWARD_OBJECT" flag:"reward-object" help:"name of the table's ConfigMap and of the Lease electing its writer"`
-	LeaseDuration   framework.Duration `json:"leaseDuration" env:"REWARD_LEASE_DURATION" flag:"reward-lease-duration" help:"how long a writer's Lease lasts without renewal: the longest a leader change takes"`
+	LeaseDuration   framework.Duration `json:"leaseDuration" range:"[3s,10m]" env:"REWARD_LEASE_DURATION" flag:"reward-lease-duration" help:"how long a writer's Lease lasts without renewal: the longest a leader change takes"`
 }
 
 // DefaultConfig returns the configuration with every default.
@@ -67,25 +67,11 @@ func DefaultConfig() Config {
 	}
 }
 
-// maxEntriesLimit keeps the stored table (about 100 bytes a row) well under a ConfigMap's 1 MiB.
-const maxEntriesLimit = 8000
-
 // Validate reports every bad field, each as a settings.FieldError.
 func (c Config) Validate() error {
-	errs := []error{
-		settings.Range("initial", c.Initial, 0, 1),
-		settings.Range("preemptMin", c.PreemptMin, 0, 1),
-		settings.Range("mttf", c.MTTF.D(), 0, 365*24*time.Hour),
-		settings.Range("halfLife", c.HalfLife.D(), 0, 10*365*24*time.Hour),
-		settings.Range("minObservations", c.MinObservations, 0, 1000),
-		settings.Range("startTimeout", c.StartTimeout.D(), time.Second, 24*time.Hour),
-		settings.Range("flushInterval", c.FlushInterval.D(), 100*time.Millisecond, time.Hour),
-		settings.Range("maxEntries", c.MaxEntries, 2, maxEntriesLimit),
-		settings.Range("leaseDuration", c.LeaseDuration.D(), 3*time.Second, 10*time.Minute),
-	}
-	if !(c.Weight > 0 && c.Weight <= 1) {
-		errs = append(errs, settings.Fieldf("weight", "%v is outside (0, 1]: 0 would never learn", c.Weight))
-	}
+	// The ranges are the fields' tags: weight excludes 0 (it would never learn), maxEntries keeps
+	// the stored table (about 100 bytes a row) well under a ConfigMap's 1 MiB.
+	errs := []error{settings.Check(c)}
 	if c.Namespace != "" {
 		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
 			errs = append(errs, settings.Fieldf("namespace", "%q is not a namespace name: %v", c.Namespace, msgs))

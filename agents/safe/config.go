@@ -33,6 +33,9 @@ const (
 	StaleReject StalePolicy = "reject"
 )
 
+// Choices implements settings.Chooser.
+func (StalePolicy) Choices() []string { return settings.Names(StaleIgnore, StaleReject) }
+
 // UnmarshalText reads a policy in any case; Config.Validate checks it.
 func (p *StalePolicy) UnmarshalText(text []byte) error {
 	*p = StalePolicy(strings.ToLower(strings.TrimSpace(string(text))))
@@ -93,6 +96,9 @@ const (
 	BalanceRelative BalanceScale = "relative"
 )
 
+// Choices implements settings.Chooser.
+func (BalanceScale) Choices() []string { return settings.Names(BalanceAbsolute, BalanceRelative) }
+
 // UnmarshalText reads a scale in any case; Config.Validate checks it.
 func (s *BalanceScale) UnmarshalText(text []byte) error {
 	*s = BalanceScale(strings.ToLower(strings.TrimSpace(string(text))))
@@ -111,16 +117,27 @@ const (
 	EstimateLearned EstimateMode = "learned"
 )
 
+// Choices implements settings.Chooser.
+func (EstimateMode) Choices() []string { return settings.Names(EstimateRequest, EstimateLearned) }
+
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
 func (m *EstimateMode) UnmarshalText(text []byte) error {
 	*m = EstimateMode(strings.ToLower(strings.TrimSpace(string(text))))
 	return nil
 }
 
+// Choices implements settings.Chooser.
+func (PlacedMode) Choices() []string { return settings.Names(PlacedGrowth, PlacedArrivals) }
+
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
 func (m *PlacedMode) UnmarshalText(text []byte) error {
 	*m = PlacedMode(strings.ToLower(strings.TrimSpace(string(text))))
 	return nil
+}
+
+// Choices implements settings.Chooser.
+func (FilterMode) Choices() []string {
+	return settings.Names(FilterNode, FilterPod, FilterAdaptive, FilterOff)
 }
 
 // UnmarshalText reads a mode in any case; Config.Validate checks it.
@@ -134,18 +151,18 @@ func (m *FilterMode) UnmarshalText(text []byte) error {
 type Config struct {
 	// Utilization is the threshold T, in percent of allocatable, that the utilization should
 	// not exceed (0..100).
-	Utilization int `json:"utilization" env:"SAFEUTILIZATION" flag:"safe-utilization" help:"safe agent: utilization threshold T, percent of allocatable (integer 0..100)"`
+	Utilization int `json:"utilization" range:"[0,100]" env:"SAFEUTILIZATION" flag:"safe-utilization" help:"safe agent: utilization threshold T, percent of allocatable (integer 0..100)"`
 	// Percentile is the acceptable risk E, in percent: the largest probability of exceeding T
 	// that the filter accepts (0..100).
-	Percentile int `json:"percentile" env:"SAFEPERCENTILE" flag:"safe-percentile" help:"safe agent: acceptable risk E, percent chance of exceeding T (integer 0..100)"`
+	Percentile int `json:"percentile" range:"[0,100]" env:"SAFEPERCENTILE" flag:"safe-percentile" help:"safe agent: acceptable risk E, percent chance of exceeding T (integer 0..100)"`
 	// ForecastWeight is the weight w, in percent, of a node's forecast against its measured
 	// mean free amount (0..100).
-	ForecastWeight int `json:"forecastWeight" env:"SAFEFORECASTWEIGHT" flag:"safe-forecast-weight" help:"safe agent: weight w of the forecast free amount against the measured mean, percent (integer 0..100)"`
+	ForecastWeight int `json:"forecastWeight" range:"[0,100]" env:"SAFEFORECASTWEIGHT" flag:"safe-forecast-weight" help:"safe agent: weight w of the forecast free amount against the measured mean, percent (integer 0..100)"`
 	// PrintTable logs each call's per-node computation at debug level.
 	PrintTable bool `json:"printTable" env:"SAFEPRINTTABLE" flag:"safe-print-table" help:"safe agent: log each call's per-node computation at DEBUG level (true or false)"`
 	// MaxStatsAge is the age of a node's statistics-timestamp past which its statistics are
 	// stale (0 turns the check off); a node without the annotation is never stale.
-	MaxStatsAge framework.Duration `json:"maxStatsAge" env:"SAFE_MAX_STATS_AGE" flag:"safe-max-stats-age" help:"safe agent: age of a node's statistics-timestamp annotation past which its usage statistics are stale (a duration: 30m, 1h; 0 turns the check off)"`
+	MaxStatsAge framework.Duration `json:"maxStatsAge" range:"[0s,720h]" env:"SAFE_MAX_STATS_AGE" flag:"safe-max-stats-age" help:"safe agent: age of a node's statistics-timestamp annotation past which its usage statistics are stale (a duration: 30m, 1h; 0 turns the check off)"`
 	// Stale is what stale statistics do.
 	Stale StalePolicy `json:"stale" env:"SAFE_STALE" flag:"safe-stale" help:"safe agent: what stale usage statistics do: ignore (the node is judged as having none) or reject (the filter rejects the node)"`
 	// Filter is what the filter judges: the node with the pod's request added while a node
@@ -155,7 +172,7 @@ type Config struct {
 	// PlacedShare is the share, in percent of their requests, of the usage estimated for the
 	// pods placed on a node since its statistics-timestamp, added to its measured usage
 	// (0..1000; 0 turns the estimate off). It needs cluster access (or plugin mode).
-	PlacedShare int `json:"placedShare" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
+	PlacedShare int `json:"placedShare" range:"[0,1000]" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
 	// Placed is how the load placed since the statistics is counted.
 	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
 	// BalanceScale is how safe-balance maps its objective to scores.
@@ -164,7 +181,7 @@ type Config struct {
 	Estimate EstimateMode `json:"estimate" env:"SAFE_ESTIMATE" flag:"safe-estimate" help:"safe agent: what a pod is estimated at: request, or learned (its workload's usage learned by the node annotator's usage learner, USAGE_LEARNER; the request until the learner trusts the workload; needs cluster access)"`
 	// EstimatePercentile is the percentile of a workload's usage/request ratio its pods are
 	// estimated at (1..100), read from the histograms the learner stores.
-	EstimatePercentile int `json:"estimatePercentile" env:"SAFE_ESTIMATE_PERCENTILE" flag:"safe-estimate-percentile" help:"safe agent: with estimate learned, the percentile of a workload's usage/request a pod is estimated at (integer 1..100)"`
+	EstimatePercentile int `json:"estimatePercentile" range:"[1,100]" env:"SAFE_ESTIMATE_PERCENTILE" flag:"safe-estimate-percentile" help:"safe agent: with estimate learned, the percentile of a workload's usage/request a pod is estimated at (integer 1..100)"`
 	// EstimateNamespace and EstimateObject name the learner's store: the node annotator's
 	// USAGE_NAMESPACE and USAGE_OBJECT.
 	EstimateNamespace string `json:"estimateNamespace" env:"SAFE_ESTIMATE_NAMESPACE" flag:"safe-estimate-namespace" help:"safe agent: with estimate learned, the namespace of the usage learner's ConfigMaps, the node annotator's USAGE_NAMESPACE (empty: the pod's own namespace, else kube-system)"`
@@ -180,16 +197,12 @@ const (
 	// annotator rewrites an unchanged timestamp once it is 30m old, at its next statistics
 	// cycle (every STATS_INTERVAL, 1m), so a healthy node's timestamp reaches about 31m.
 	DefaultMaxStatsAge = framework.Duration(time.Hour)
-	// MaxMaxStatsAge bounds MaxStatsAge.
-	MaxMaxStatsAge = framework.Duration(30 * 24 * time.Hour)
 	// DefaultFilter and DefaultPlacedShare: see README.md, "Design choices and their
 	// measurements".
 	DefaultFilter      = FilterAdaptive
 	DefaultPlacedShare = 100
 	DefaultPlaced      = PlacedGrowth
 	DefaultBalance     = BalanceAbsolute
-	// MaxPlacedShare bounds PlacedShare.
-	MaxPlacedShare = 1000
 	// DefaultEstimate is the request: nothing changes for a cluster that does not run the
 	// usage learner. DefaultEstimatePercentile is the learner's own default (USAGE_PERCENTILE).
 	DefaultEstimate           = EstimateRequest
@@ -205,20 +218,11 @@ func DefaultConfig() Config {
 		EstimateObject: DefaultEstimateObject}
 }
 
-// Validate reports every bad field, each as a settings.FieldError.
+// Validate reports every bad field, each as a settings.FieldError: the ranges and choices the
+// fields declare (settings.Check), and the names of the learner's store.
 func (c Config) Validate() error {
 	return errors.Join(
-		settings.Range("utilization", c.Utilization, 0, 100),
-		settings.Range("percentile", c.Percentile, 0, 100),
-		settings.Range("forecastWeight", c.ForecastWeight, 0, 100),
-		maxStatsAgeInRange(c.MaxStatsAge),
-		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
-		settings.OneOf("filter", c.Filter, FilterNode, FilterPod, FilterAdaptive, FilterOff),
-		settings.OneOf("placed", c.Placed, PlacedGrowth, PlacedArrivals),
-		settings.OneOf("balanceScale", c.BalanceScale, BalanceAbsolute, BalanceRelative),
-		settings.Range("placedShare", c.PlacedShare, 0, MaxPlacedShare),
-		settings.OneOf("estimate", c.Estimate, EstimateRequest, EstimateLearned),
-		settings.Range("estimatePercentile", c.EstimatePercentile, 1, 100),
+		settings.Check(c),
 		fieldCheck("estimateNamespace", c.EstimateNamespace, usage.CheckNamespace),
 		fieldCheck("estimateObject", c.EstimateObject, usage.CheckObject),
 	)
@@ -227,13 +231,6 @@ func (c Config) Validate() error {
 func fieldCheck(field, v string, check func(string) error) error {
 	if err := check(v); err != nil {
 		return settings.Fieldf(field, "%v", err)
-	}
-	return nil
-}
-
-func maxStatsAgeInRange(d framework.Duration) error {
-	if d < 0 || d > MaxMaxStatsAge {
-		return settings.Fieldf("maxStatsAge", "%s is out of range [0s, %s]", d, MaxMaxStatsAge)
 	}
 	return nil
 }

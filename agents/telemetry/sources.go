@@ -27,8 +27,8 @@ type Source interface {
 
 // Metric sources (TELEMETRY_METRICS_SOURCE).
 const (
-	SourceCustomMetrics = "custom-metrics"
-	SourcePrometheus    = "prometheus"
+	SourceCustomMetrics SourceKind = "custom-metrics"
+	SourcePrometheus    SourceKind = "prometheus"
 )
 
 // Prometheus reads a metric with one instant query of its name; each series names its node
@@ -49,7 +49,7 @@ func NewPrometheus(url, nodeLabel string) (*Prometheus, error) {
 }
 
 // Name implements Source.
-func (p *Prometheus) Name() string { return SourcePrometheus }
+func (p *Prometheus) Name() string { return string(SourcePrometheus) }
 
 // Read implements Source.
 func (p *Prometheus) Read(ctx context.Context, metric string, now time.Time) (map[string]Sample, error) {
@@ -99,7 +99,7 @@ func NewCustomMetrics(cfg *rest.Config, timeout time.Duration) (*CustomMetrics, 
 }
 
 // Name implements Source.
-func (c *CustomMetrics) Name() string { return SourceCustomMetrics }
+func (c *CustomMetrics) Name() string { return string(SourceCustomMetrics) }
 
 // Read implements Source. The client takes no context: the configuration's timeout bounds it.
 func (c *CustomMetrics) Read(_ context.Context, metric string, now time.Time) (map[string]Sample, error) {

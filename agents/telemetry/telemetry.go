@@ -45,22 +45,34 @@ const (
 	TASPrioritizeVerb = "prioritize"
 )
 
-// What a stale or missing metric does in the filter (TELEMETRY_STALE).
+// StalePolicy is what a stale or missing metric does in the filter (TELEMETRY_STALE).
+type StalePolicy string
+
+// Stale policies.
 const (
-	StaleIgnore = "ignore"
-	StaleReject = "reject"
+	StaleIgnore StalePolicy = "ignore"
+	StaleReject StalePolicy = "reject"
 )
+
+// Choices implements settings.Chooser.
+func (StalePolicy) Choices() []string { return settings.Names(StaleIgnore, StaleReject) }
+
+// SourceKind is where the agent reads metrics (TELEMETRY_METRICS_SOURCE).
+type SourceKind string
+
+// Choices implements settings.Chooser.
+func (SourceKind) Choices() []string { return settings.Names(SourceCustomMetrics, SourcePrometheus) }
 
 // Config holds the agent's settings.
 type Config struct {
-	MetricsSource  string             `json:"metricsSource" env:"TELEMETRY_METRICS_SOURCE" flag:"telemetry-metrics-source" help:"where metrics come from: custom-metrics (the custom metrics API, as TAS) or prometheus (PROMETHEUS_URL)"`
+	MetricsSource  SourceKind         `json:"metricsSource" env:"TELEMETRY_METRICS_SOURCE" flag:"telemetry-metrics-source" help:"where metrics come from: custom-metrics (the custom metrics API, as TAS) or prometheus (PROMETHEUS_URL)"`
 	PrometheusURL  string             `json:"prometheusURL" env:"PROMETHEUS_URL" flag:"prometheus-url" help:"Prometheus server queried with TELEMETRY_METRICS_SOURCE=prometheus (http://host:9090)"`
 	NodeLabel      string             `json:"nodeLabel" env:"TELEMETRY_NODE_LABEL" flag:"telemetry-node-label" help:"Prometheus series label whose value is the node name"`
-	SyncPeriod     framework.Duration `json:"syncPeriod" env:"TELEMETRY_SYNC_PERIOD" flag:"telemetry-sync-period" help:"how often metric values are read, in the background"`
-	MaxAge         framework.Duration `json:"maxAge" env:"TELEMETRY_MAX_AGE" flag:"telemetry-max-age" help:"a metric value older than this is stale"`
-	Stale          string             `json:"stale" env:"TELEMETRY_STALE" flag:"telemetry-stale" help:"what a stale or missing metric does in the filter: ignore (the rule does not hold) or reject (the node is rejected)"`
+	SyncPeriod     framework.Duration `json:"syncPeriod" range:"[100ms,1h]" env:"TELEMETRY_SYNC_PERIOD" flag:"telemetry-sync-period" help:"how often metric values are read, in the background"`
+	MaxAge         framework.Duration `json:"maxAge" range:"[1s,24h]" env:"TELEMETRY_MAX_AGE" flag:"telemetry-max-age" help:"a metric value older than this is stale"`
+	Stale          StalePolicy        `json:"stale" env:"TELEMETRY_STALE" flag:"telemetry-stale" help:"what a stale or missing metric does in the filter: ignore (the rule does not hold) or reject (the node is rejected)"`
 	Deschedule     bool               `json:"deschedule" env:"TELEMETRY_DESCHEDULE" flag:"telemetry-deschedule" help:"write the deschedule (<policy>=violating) and labeling node labels"`
-	DescheduleHold framework.Duration `json:"descheduleHold" env:"TELEMETRY_DESCHEDULE_HOLD" flag:"telemetry-deschedule-hold" help:"how long a label change must hold (a violation, or its end) before it is written"`
+	DescheduleHold framework.Duration `json:"descheduleHold" range:"[0s,24h]" env:"TELEMETRY_DESCHEDULE_HOLD" flag:"telemetry-deschedule-hold" help:"how long a label change must hold (a violation, or its end) before it is written"`
 }
 
 // DefaultConfig returns the configuration with every default.
@@ -73,13 +85,7 @@ func DefaultConfig() Config {
 
 // Validate reports every bad field, each as a settings.FieldError.
 func (c Config) Validate() error {
-	errs := []error{
-		settings.OneOf("metricsSource", c.MetricsSource, SourceCustomMetrics, SourcePrometheus),
-		settings.OneOf("stale", c.Stale, StaleIgnore, StaleReject),
-		settings.Range("syncPeriod", c.SyncPeriod.D(), 100*time.Millisecond, time.Hour),
-		settings.Range("maxAge", c.MaxAge.D(), time.Second, 24*time.Hour),
-		settings.Range("descheduleHold", c.DescheduleHold.D(), 0, 24*time.Hour),
-	}
+	errs := []error{settings.Check(c)}
 	if c.MetricsSource == SourcePrometheus {
 		if c.PrometheusURL == "" {
 			errs = append(errs, settings.Fieldf("prometheusURL", "is required with TELEMETRY_METRICS_SOURCE=prometheus"))

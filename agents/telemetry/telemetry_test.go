@@ -259,8 +259,8 @@ spec: {strategies: {dontschedule: {rules: []}, scheduleonmetric: {rules: []}}}}`
 	labelled := func(policy string) *corev1.Pod {
 		return fixtures.MakePod().Name("p").Namespace("default").Label(PodLabel, policy).Obj()
 	}
-	for _, mode := range []string{StaleIgnore, StaleReject} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []StalePolicy{StaleIgnore, StaleReject} {
+		t.Run(string(mode), func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Stale = mode
 			a, ev := testAgent(t, cfg, src, policyObject(t, demoPolicy), bad, partial, empty)
