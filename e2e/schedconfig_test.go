@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
@@ -17,9 +19,14 @@ import (
 // and `extender convert-policy` print (the latter for the Policy files of
 // internal/schedconfig/testdata: telemetry-aware-scheduling's, a generals-space style one with
 // filter, prioritize, preempt and bind, and one with predicate and priority lists) are loaded
-// by the real kube-scheduler, which starts and turns healthy (/healthz on its secure port). The
-// files their tlsConfig names are test-made certificates; leader election is turned off so the
-// schedulers run side by side; nothing else is changed.
+// by the real kube-scheduler, which starts and turns healthy (/healthz on its secure port), and
+// leads on the Lease of its own profile, never kube-system/kube-scheduler (the default
+// scheduler's, which kube-scheduler takes when leaderElection does not name another: issue 49).
+// The files their tlsConfig names are test-made certificates, and each configuration's profile
+// and Lease are given the sub-test's name, as the output's comment tells a user to (the converted
+// ones are all my-scheduler, whose Lease an earlier sub-test's stopped scheduler holds for 15 s);
+// nothing else is changed. TestGeneratedConfigAsDeployed runs the generated ones beside a
+// default scheduler.
 func TestGeneratedAndConvertedConfigsLoad(t *testing.T) {
 	t.Parallel()
 	bin := harness.BuildExtender(t, "all")
@@ -69,13 +76,21 @@ func TestGeneratedAndConvertedConfigsLoad(t *testing.T) {
 					}
 				}
 			}
-			m["leaderElection"] = map[string]any{"leaderElect": false}
+			if name, lease := profileAndLease(t, stdout.Bytes()); lease != name || lease == "kube-scheduler" {
+				t.Fatalf("profile %s leads on kube-system/%s: want its own Lease, named after it\n%s", name, lease, stdout.String())
+			}
+			m["leaderElection"].(map[string]any)["resourceName"] = tc.name
+			m["profiles"].([]any)[0].(map[string]any)["schedulerName"] = tc.name
 			cfg, err := yaml.Marshal(m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			s := c.StartScheduler(t, harness.SchedulerOptions{Name: "kube-scheduler " + tc.name, Config: cfg})
-			t.Logf("kube-scheduler healthy on port %d with:\n%s", s.Port, cfg)
+			waitForLease(t, c, tc.name)
+			t.Logf("kube-scheduler healthy on port %d, leading on kube-system/%s, with:\n%s", s.Port, tc.name, cfg)
 		})
+	}
+	if _, err := c.Client.CoordinationV1().Leases("kube-system").Get(t.Context(), "kube-scheduler", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("kube-system/kube-scheduler, the default scheduler's Lease, was taken (%v): no scheduler here may use it", err)
 	}
 }
