@@ -73,10 +73,10 @@ func TestGeneratedConfigAsDeployed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the default scheduler's Lease: %v", err)
 		}
-		if holder, was := str(l.Spec.HolderIdentity), str(defaultLease.Spec.HolderIdentity); holder != was ||
-			int32OrZero(l.Spec.LeaseTransitions) != int32OrZero(defaultLease.Spec.LeaseTransitions) {
+		if holder, was := holderOf(l), holderOf(defaultLease); holder != was ||
+			transitionsOf(l) != transitionsOf(defaultLease) {
 			t.Errorf("kube-system/kube-scheduler is held by %q after %d transitions; the default scheduler held it as %q after %d",
-				holder, int32OrZero(l.Spec.LeaseTransitions), was, int32OrZero(defaultLease.Spec.LeaseTransitions))
+				holder, transitionsOf(l), was, transitionsOf(defaultLease))
 		}
 	}
 
@@ -136,7 +136,7 @@ func TestGeneratedConfigAsDeployed(t *testing.T) {
 				}
 				if tc.shipped == "" {
 					args := append([]string{"config", "--scheduler-name", tc.name}, tc.args...)
-					config, sidecars := generated(t, bin, args...)
+					config, sidecars := generatedDeployment(t, bin, args...)
 					d.Source, d.SchedulerConfig, d.Sidecars = "extender "+strings.Join(args, " "), config, sidecars
 				}
 				name, lease := profileAndLease(t, d.SchedulerConfig)
@@ -163,12 +163,12 @@ func TestGeneratedConfigAsDeployed(t *testing.T) {
 				}
 				before := 0
 				if binder != nil {
-					before = binds(t, binder)
+					before = extenderBinds(t, binder)
 				}
 				pod := tc.name + "-pod"
 				schedule(t, c, harness.PodSpec{Name: pod, SchedulerName: name, CPU: "100m"})
 				if binder != nil {
-					if n := binds(t, binder); n != before+1 {
+					if n := extenderBinds(t, binder); n != before+1 {
 						t.Errorf("%s: %s answered %d binds with 200 while the scheduler bound %s (from %d to %d): the bindVerb did not bind it",
 							d.Source, binder.Name, n-before, pod, before, n)
 					}
@@ -182,9 +182,9 @@ func TestGeneratedConfigAsDeployed(t *testing.T) {
 	keepsItsLease(t)
 }
 
-// generated runs `extender <args>` (config --sidecars or --mode plugin) and returns the
+// generatedDeployment runs `extender <args>` (config --sidecars or --mode plugin) and returns the
 // scheduler configuration and the sidecar containers it prints.
-func generated(t *testing.T, bin string, args ...string) ([]byte, []corev1.Container) {
+func generatedDeployment(t *testing.T, bin string, args ...string) ([]byte, []corev1.Container) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), bin, args...)
@@ -271,9 +271,9 @@ func bindVerbs(t *testing.T, config []byte) []int {
 	return out
 }
 
-// binds returns how many bind requests an extender answered with 200 (extender_requests_total,
+// extenderBinds returns how many bind requests an extender answered with 200 (extender_requests_total,
 // verb bind, summed over its agents).
-func binds(t *testing.T, e *harness.Extender) int {
+func extenderBinds(t *testing.T, e *harness.Extender) int {
 	t.Helper()
 	_, body, err := e.Get(t.Context(), "/metrics")
 	if err != nil {
@@ -297,7 +297,7 @@ func waitForLease(t *testing.T, c *harness.Cluster, name string) *coordinationv1
 	defer cancel()
 	for {
 		l, err := c.Client.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
-		if err == nil && str(l.Spec.HolderIdentity) != "" {
+		if err == nil && holderOf(l) != "" {
 			return l
 		}
 		select {
@@ -308,16 +308,18 @@ func waitForLease(t *testing.T, c *harness.Cluster, name string) *coordinationv1
 	}
 }
 
-func str(p *string) string {
-	if p == nil {
+// holderOf returns a Lease's holderIdentity, "" when none.
+func holderOf(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
 		return ""
 	}
-	return *p
+	return *l.Spec.HolderIdentity
 }
 
-func int32OrZero(p *int32) int32 {
-	if p == nil {
+// transitionsOf returns a Lease's leaseTransitions, 0 when unset.
+func transitionsOf(l *coordinationv1.Lease) int32 {
+	if l.Spec.LeaseTransitions == nil {
 		return 0
 	}
-	return *p
+	return *l.Spec.LeaseTransitions
 }
