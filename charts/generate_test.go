@@ -15,6 +15,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
+	"github.com/kube-safe-scheduler/extender/settings"
 )
 
 // The chart's knowledge of the agents comes from the code: files/agents.json (ports, extender
@@ -28,6 +29,11 @@ type chartSetting struct {
 	Type    string `json:"type"`
 	Default any    `json:"default"`
 	Help    string `json:"help"`
+	// Range and Choices are what the Config declares (settings.Fields): the schema carries them,
+	// so that the chart refuses what the agent's Validate refuses.
+	Range    *settings.Interval `json:"-"`
+	Choices  []string           `json:"-"`
+	Duration bool               `json:"-"`
 }
 
 type chartCall struct {
@@ -62,8 +68,13 @@ type chartAgent struct {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
-// settingsOf reads the settings of a Config struct: fields with json and env tags.
+// settingsOf reads the settings of a Config struct: fields with json and env tags, with the
+// ranges and choices settings.Fields reads from their declarations.
 func settingsOf(t *testing.T, v reflect.Value, out map[string]chartSetting) {
+	declared := map[string]settings.Field{}
+	for _, f := range settings.Fields(v.Interface()) {
+		declared[f.Name] = f
+	}
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
@@ -75,11 +86,11 @@ func settingsOf(t *testing.T, v reflect.Value, out map[string]chartSetting) {
 		if name == "" || name == "-" || env == "" {
 			continue
 		}
-		s := chartSetting{Env: env, Help: f.Tag.Get("help")}
+		s := chartSetting{Env: env, Help: f.Tag.Get("help"), Range: declared[name].Range, Choices: declared[name].Choices}
 		fv := v.Field(i)
 		switch {
 		case f.Type.ConvertibleTo(durationType) && f.Type.Kind() == reflect.Int64:
-			s.Type, s.Default = "string", time.Duration(fv.Int()).String()
+			s.Type, s.Default, s.Duration = "string", time.Duration(fv.Int()).String(), true
 		default:
 			switch f.Type.Kind() {
 			case reflect.Int, reflect.Int32, reflect.Int64:
@@ -155,6 +166,37 @@ func chartAgents(t *testing.T) map[string]chartAgent {
 	return out
 }
 
+// goDuration matches what time.ParseDuration reads without a sign (no setting takes a negative
+// duration): 30s, 1h30m, 1.5h, 0.
+const goDuration = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h))+)$`
+
+// settingSchema is one agent setting's schema: its type, default and help, and what the Config
+// declares it accepts: a number's range (minimum, maximum, exclusive where the interval is
+// open), a typed enum's choices. A duration's range cannot be written in JSON Schema (a string):
+// its pattern keeps it a duration, and the agent's Validate judges its bounds at start.
+func settingSchema(s chartSetting) map[string]any {
+	m := map[string]any{"type": s.Type, "default": s.Default, "description": s.Help + " (" + s.Env + ")"}
+	switch r := s.Range; {
+	case s.Duration:
+		m["pattern"] = goDuration
+	case r != nil:
+		if r.MinOpen {
+			m["exclusiveMinimum"] = r.Min
+		} else {
+			m["minimum"] = r.Min
+		}
+		if r.MaxOpen {
+			m["exclusiveMaximum"] = r.Max
+		} else {
+			m["maximum"] = r.Max
+		}
+	}
+	if s.Choices != nil {
+		m["enum"] = s.Choices
+	}
+	return m
+}
+
 // schema is values.schema.json: the chart's own values and each agent's settings.
 func schema(ag map[string]chartAgent) map[string]any {
 	obj := func(props map[string]any, required ...string) map[string]any {
@@ -172,7 +214,7 @@ func schema(ag map[string]chartAgent) map[string]any {
 		names = append(names, name)
 		settings := map[string]any{}
 		for k, s := range a.Settings {
-			settings[k] = map[string]any{"type": s.Type, "default": s.Default, "description": s.Help + " (" + s.Env + ")"}
+			settings[k] = settingSchema(s)
 		}
 		agentProps[name] = obj(map[string]any{
 			"enabled":          map[string]any{"type": "boolean", "description": "run the " + name + " agent"},
