@@ -244,7 +244,7 @@ func (a *Annotator) changedStatistics(n *corev1.Node, stats map[string]string, n
 	changed := false
 	for k, v := range stats {
 		old, ok := n.Annotations[k]
-		if refresh || !withinTolerance(old, ok, v, a.cfg.Tolerance) {
+		if refresh || !withinTolerance(old, ok, v, float64(a.cfg.Tolerance)/100) {
 			want[k] = v
 			changed = true
 		}

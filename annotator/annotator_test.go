@@ -443,7 +443,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 
 	for env, v := range map[string]string{"PROMETHEUS_URL": "localhost:9090", "GPU_RESOURCE": "gpu",
-		"PROMETHEUS_NODE_LABEL": "1abc", "STATS_TOLERANCE": "2", "FORECAST_ALPHA": "0"} {
+		"PROMETHEUS_NODE_LABEL": "1abc", "STATS_TOLERANCE": "101", "FORECAST_ALPHA": "0"} {
 		if _, err := settingstest.Parse[Config](map[string]string{env: v}); err == nil || !strings.Contains(err.Error(), env) {
 			t.Errorf("%s=%s: error %v does not name it", env, v, err)
 		}

@@ -38,9 +38,9 @@ type Config struct {
 	Window time.Duration
 	// MinSamples is the fewest samples a statistic is computed from (STATS_MIN_SAMPLES).
 	MinSamples int
-	// Tolerance is the relative change below which a statistic is not rewritten
-	// (STATS_TOLERANCE; 0.02 = 2 %). Allocation annotations are rewritten on any change.
-	Tolerance float64
+	// Tolerance is the relative change below which a statistic is not rewritten, in percent
+	// (STATS_TOLERANCE; 2 = 2 %). Allocation annotations are rewritten on any change.
+	Tolerance int
 	// Refresh is the age after which the statistics and their timestamp are rewritten even
 	// when unchanged (STATS_REFRESH).
 	Refresh time.Duration
@@ -74,8 +74,8 @@ func (c *Config) Declare(s *settings.Set) {
 		"span of time the usage statistics cover")
 	s.Int(&c.MinSamples, "STATS_MIN_SAMPLES", "stats-min-samples", 3, 1, 1000000,
 		"fewest samples the statistics are computed from; fewer leave the node's statistics untouched")
-	s.Float(&c.Tolerance, "STATS_TOLERANCE", "stats-tolerance", 0.02, 0, 1,
-		"relative change below which a statistic is not rewritten (0.02 = 2 %)")
+	s.Percent(&c.Tolerance, "STATS_TOLERANCE", "stats-tolerance", 2, 0, 100,
+		"relative change below which a statistic is not rewritten (2: 2 %)")
 	s.Duration(&c.Refresh, "STATS_REFRESH", "stats-refresh", 30*time.Minute, time.Second, 7*24*time.Hour,
 		"age after which unchanged statistics and their timestamp are rewritten")
 	s.Float(&c.Holt.Alpha, "FORECAST_ALPHA", "forecast-alpha", 0.5, 0.01, 1,

@@ -85,3 +85,49 @@ func TestListen(t *testing.T) {
 		}
 	}
 }
+
+// A share is an integer percent; the old fraction spelling is read for one release, with a
+// warning naming the setting, the value and the new spelling.
+func TestPercent(t *testing.T) {
+	cases := []struct {
+		raw     string
+		want    int
+		err     string
+		warning string
+	}{
+		{raw: "90", want: 90},
+		{raw: "1", want: 1},  // one percent: an integer is always the new spelling
+		{raw: "0", want: 0},  // the same in both
+		{raw: "0.9", want: 90, warning: "P=0.9 is a fraction, the old spelling of this setting: read as 90 (percent); write P=90"},
+		{raw: "0.025", want: 3, warning: "read as 3 (percent)"},
+		{raw: "1.0", want: 100, warning: "read as 100 (percent)"},
+		{raw: "1.5", err: `invalid P (or --p): "1.5" is not an integer percent`},
+		{raw: "101", err: "invalid P (or --p): 101 is out of range [0, 100] (percent)"},
+		{raw: "ninety", err: "is not an integer percent"},
+	}
+	for _, c := range cases {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		s := New(fs, func(k string) (string, bool) { return c.raw, k == "P" })
+		var p int
+		s.Percent(&p, "P", "p", 50, 0, 100, "a share")
+		err := s.Parse(nil)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("P=%s: error %v, want %q", c.raw, err, c.err)
+			}
+			continue
+		case err != nil:
+			t.Errorf("P=%s: %v", c.raw, err)
+			continue
+		}
+		if p != c.want {
+			t.Errorf("P=%s: got %d, want %d", c.raw, p, c.want)
+		}
+		w := strings.Join(s.Warnings(), "\n")
+		if c.warning == "" && w != "" || !strings.Contains(w, c.warning) {
+			t.Errorf("P=%s: warnings %q, want %q", c.raw, w, c.warning)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package usage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,10 @@ import (
 type Settings struct {
 	Enabled  bool
 	Interval time.Duration
-	Model    Config
+	// Percentile is USAGE_PERCENTILE, an integer percent (90: p90) like every share and
+	// percentile setting; Learner gives the model its fraction.
+	Percentile int
+	Model      Config
 	Store    StoreConfig
 	// CPUQuery and MemoryQuery are the Prometheus source's queries.
 	CPUQuery, MemoryQuery string
@@ -31,8 +35,9 @@ func (c *Settings) Declare(s *settings.Set) {
 		"learn each workload's usage/request from the pods' usage (needs STATS_SOURCE prometheus or metrics-api) and keep it in ConfigMaps for the agents")
 	s.Duration(&c.Interval, "USAGE_INTERVAL", "usage-interval", 30*time.Second, time.Second, time.Hour,
 		"period of the usage learner's samples of every pod")
-	s.Float(&c.Model.Percentile, "USAGE_PERCENTILE", "usage-percentile", d.Percentile, 0.01, 1,
-		"percentile of a workload's usage/request a pod is estimated at (0.9: p90)")
+	s.Percent(&c.Percentile, "USAGE_PERCENTILE", "usage-percentile", int(math.Round(d.Percentile*100)), 1, 100,
+		"percentile of a workload's usage/request the learner's own estimates use (90: p90): those in its ConfigMaps and "+
+			"usage_learner_estimate_error; set it to the SAFE_ESTIMATE_PERCENTILE placement uses")
 	s.Int(&c.Model.MinObservations, "USAGE_MIN_OBSERVATIONS", "usage-min-observations", d.MinObservations, 1, 1000000,
 		"fewest samples of a workload's pods before its estimate is trusted (before: the request)")
 	s.Duration(&c.Model.MinSpan, "USAGE_MIN_SPAN", "usage-min-span", d.MinSpan, 0, 30*24*time.Hour,
@@ -57,6 +62,13 @@ func (c *Settings) Declare(s *settings.Set) {
 		"PromQL giving each pod's cpu usage in cores, one series per pod labelled namespace and pod", checkNotEmpty)
 	s.String(&c.MemoryQuery, "USAGE_PROMETHEUS_MEMORY_QUERY", "usage-prometheus-memory-query", DefaultMemoryQuery,
 		"PromQL giving each pod's memory working set in bytes, one series per pod labelled namespace and pod", checkNotEmpty)
+}
+
+// Learner returns the learner's model configuration, its percentile the fraction of Percentile.
+func (c *Settings) Learner() Config {
+	m := c.Model
+	m.Percentile = float64(c.Percentile) / 100
+	return m
 }
 
 // Validate checks the combinations: the learner needs a source other than none.

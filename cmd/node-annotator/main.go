@@ -56,19 +56,20 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	learnerCfg.Declare(set)
 	var clusterCfg cluster.Config
 	clusterCfg.Declare(set)
-	if err := set.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
-		return 2
+	// Every bad setting at once: those that do not parse, and the combinations.
+	err := set.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	if err := errors.Join(cfg.Validate(), learnerCfg.Validate(cfg.Source)); err != nil {
+	if err := errors.Join(err, cfg.Validate(), learnerCfg.Validate(cfg.Source)); err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 		return 2
 	}
 
 	log := cfg.Log.New(stderr)
+	for _, w := range set.Warnings() {
+		log.Warn(w)
+	}
 	log.Info(memlimit.Apply())
 	cluster.RouteKlog(log)
 
@@ -160,7 +161,7 @@ func newLearner(lc usage.Settings, cfg annotator.Config, state *cluster.Cache, m
 	reg prometheus.Registerer, log *logrus.Entry) (*usage.Runner, error) {
 	f := state.Informers()
 	owners := workload.Listers{ReplicaSets: f.Apps().V1().ReplicaSets().Lister(), Jobs: f.Batch().V1().Jobs().Lister()}
-	l, err := usage.New(lc.Model, owners)
+	l, err := usage.New(lc.Learner(), owners)
 	if err != nil {
 		return nil, err
 	}

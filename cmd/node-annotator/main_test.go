@@ -38,7 +38,8 @@ func TestBadSettings(t *testing.T) {
 		{map[string]string{"KUBECONFIG": "/nonexistent/kubeconfig"}, "KUBECONFIG"},
 		// The usage learner: its settings, and a source to learn from.
 		{map[string]string{"USAGE_LEARNER": "true"}, "USAGE_LEARNER (or --usage-learner) needs STATS_SOURCE"},
-		{map[string]string{"USAGE_PERCENTILE": "1.5"}, "USAGE_PERCENTILE"},
+		{map[string]string{"USAGE_PERCENTILE": "101"}, "USAGE_PERCENTILE"},
+		{map[string]string{"USAGE_PERCENTILE": "1.5"}, "USAGE_PERCENTILE"}, // neither a percent nor the old fraction
 		{map[string]string{"USAGE_MIN_OBSERVATIONS": "0"}, "USAGE_MIN_OBSERVATIONS"},
 		{map[string]string{"USAGE_INTERVAL": "often"}, "USAGE_INTERVAL"},
 		{map[string]string{"USAGE_OBJECT": "Bad_Name"}, "USAGE_OBJECT"},
