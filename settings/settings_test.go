@@ -96,8 +96,8 @@ func TestPercent(t *testing.T) {
 		warning string
 	}{
 		{raw: "90", want: 90},
-		{raw: "1", want: 1},  // one percent: an integer is always the new spelling
-		{raw: "0", want: 0},  // the same in both
+		{raw: "1", want: 1}, // one percent: an integer is always the new spelling
+		{raw: "0", want: 0}, // the same in both
 		{raw: "0.9", want: 90, warning: "P=0.9 is a fraction, the old spelling of this setting: read as 90 (percent); write P=90"},
 		{raw: "0.025", want: 3, warning: "read as 3 (percent)"},
 		{raw: "1.0", want: 100, warning: "read as 100 (percent)"},

@@ -23,7 +23,7 @@ type Settings struct {
 	// percentile setting; Learner gives the model its fraction.
 	Percentile int
 	Model      Config
-	Store    StoreConfig
+	Store      StoreConfig
 	// CPUQuery and MemoryQuery are the Prometheus source's queries.
 	CPUQuery, MemoryQuery string
 }
