@@ -57,14 +57,15 @@ func readBody(w http.ResponseWriter, req *http.Request, limit int64, buf *bytes.
 	return true
 }
 
-// decodeJSON decodes body into v, or answers 400 naming the type and the decoding error.
+// decodeJSON decodes body into v, or answers 400 naming the protocol's type and where the body
+// is wrong (jsonProblem).
 func decodeJSON(w http.ResponseWriter, body []byte, v any, what string) bool {
 	if len(bytes.TrimSpace(body)) == 0 {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("decoding %s: empty body", what))
 		return false
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("decoding %s: %v", what, err))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("decoding %s: %s", what, jsonProblem(body, v, err)))
 		return false
 	}
 	return true

@@ -89,10 +89,10 @@ func decodeArgs(body []byte, keepRaw bool) (*decodedArgs, error) {
 	}
 	var w leanArgs
 	if err := fastJSON.Unmarshal(body, &w); err != nil {
-		return nil, err
+		return nil, errors.New(jsonProblem(body, &w, err))
 	}
 	if err := checkControlBytes(body); err != nil {
-		return nil, err
+		return nil, errors.New(jsonProblem(body, &w, err))
 	}
 	d, err := newDecodedArgs(w.Pod, w.Nodes != nil, w.NodeNames)
 	if err != nil || !d.full {

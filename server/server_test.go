@@ -333,6 +333,45 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// A body of the wrong shape is answered 400 with the JSON error body, naming where (the field's
+// JSON path, as the client wrote it) and what was expected there, never the Go types it is
+// decoded into.
+func TestDecodeErrorNamesTheField(t *testing.T) {
+	f := newFixture(t, Options{MaxBodyBytes: 1 << 20})
+	cases := []struct {
+		name, path, body string
+		want             []string
+	}{
+		{"Pod a string", "/scheduler/predicates/label", `{"Pod": "web-1", "NodeNames": ["a"]}`,
+			[]string{"decoding ExtenderArgs: Pod: expected an object, got a string"}},
+		{"nested field", "/scheduler/priorities/label", `{"Pod": {"metadata": {"name": 5}}, "NodeNames": ["a"]}`,
+			[]string{"Pod.metadata.name: expected a string, got a number"}},
+		{"node list an object", "/scheduler/priorities/label", `{"Pod": {}, "NodeNames": {"a": 1}}`,
+			[]string{"NodeNames: expected an array, got an object"}},
+		{"nodes' items", "/scheduler/predicates/label", `{"Pod": {}, "Nodes": {"items": {}}}`,
+			[]string{"Nodes.items: expected an array, got an object"}},
+		{"malformed", "/scheduler/predicates/label", `{"Pod": {`,
+			[]string{"malformed JSON at byte 9: unexpected end of JSON input"}},
+		{"bind: Node a number", "/scheduler/bind", `{"PodName": "p", "Node": 3}`,
+			[]string{"decoding ExtenderBindingArgs: Node: expected a string, got a number"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := errorOf(t, f.do("POST", tc.path, "application/json", strings.NewReader(tc.body)), http.StatusBadRequest)
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q does not contain %q", msg, w)
+				}
+			}
+			for _, leak := range []string{"Go struct", "Go value", "v1.", "leanArgs", "nameList", "ReadObject", "ReadString", "jsoniter", "main."} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("message %q names an internal type (%q)", msg, leak)
+				}
+			}
+		})
+	}
+}
+
 // A 100 MiB body is refused with 413, declared or chunked, on a real server, and the server
 // goes on serving.
 func TestBodyLimit(t *testing.T) {
