@@ -8,12 +8,12 @@ package schedconfig
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/settings"
 )
 
 // Call is one entry an agent needs in the scheduler's extenders list.
@@ -90,33 +90,15 @@ func Table(regs []framework.Registration) []Agent {
 func holds(c Call) bool { return c.FilterVerb != "" || c.BindVerb != "" || c.PreemptVerb != "" }
 
 // bindVariable returns the environment variable of the setting that turns r's binding on: the
-// boolean field of its configuration whose JSON name is "bind" (the chart's
-// agents.<name>.settings.bind), "" when it has none.
+// one of its configuration whose JSON name is "bind" (the chart's agents.<name>.settings.bind),
+// "" when it has none.
 func bindVariable(r framework.Registration) string {
 	if r.NewConfig == nil {
 		return ""
 	}
-	v := reflect.ValueOf(r.NewConfig())
-	for v.Kind() == reflect.Pointer {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return ""
-	}
-	return boolSettingEnv(v.Type(), "bind")
-}
-
-func boolSettingEnv(t reflect.Type, jsonName string) string {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			if env := boolSettingEnv(f.Type, jsonName); env != "" {
-				return env
-			}
-			continue
-		}
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == jsonName && f.Type.Kind() == reflect.Bool {
-			return f.Tag.Get("env")
+	for _, f := range settings.Fields(r.NewConfig()) {
+		if f.Name == "bind" {
+			return f.Env
 		}
 	}
 	return ""
