@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/internal/jsonerr"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 
@@ -106,17 +107,31 @@ func describe(err error) error {
 }
 
 // fieldOf returns err, a decoding error of raw, naming the field that causes it when one alone
-// does (a value's own decoder, such as an enum's UnmarshalText, does not name it).
+// does (a value's own decoder, such as an enum's UnmarshalText, does not name it), and what was
+// expected there in JSON's terms rather than the Go types (jsonerr: "cacheWait: expected a
+// string, got a number", not "cannot unmarshal number into Go struct field Config.cacheWait of
+// type framework.Duration").
 func fieldOf(reg framework.Registration, raw []byte, err error) error {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil {
-		return err
+		return inJSONTerms(err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
 		if _, ferr := sigsjson.UnmarshalStrict(one, reg.NewConfig()); ferr != nil {
+			if msg, ok := jsonerr.Describe(ferr); ok {
+				return fmt.Errorf("invalid %s", msg)
+			}
 			return fmt.Errorf("invalid %s: %w", k, ferr)
 		}
+	}
+	return inJSONTerms(err)
+}
+
+// inJSONTerms returns err described by jsonerr when it can be, else err.
+func inJSONTerms(err error) error {
+	if msg, ok := jsonerr.Describe(err); ok {
+		return errors.New(msg)
 	}
 	return err
 }

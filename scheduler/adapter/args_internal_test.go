@@ -64,7 +64,7 @@ func TestArgsDuration(t *testing.T) {
 		{name: "text", args: `{"cacheWait": "250ms"}`, want: 250 * time.Millisecond},
 		{name: "yaml text", args: "cacheWait: 1s", want: time.Second},
 		{name: "a number", args: `{"cacheWait": 2}`,
-			wantErr: "invalid cacheWait: json: cannot unmarshal number into Go struct field Config.cacheWait of type framework.Duration"},
+			wantErr: "invalid cacheWait: expected a string, got a number"},
 		{name: "a bad string", args: `{"cacheWait": "2"}`, wantErr: `invalid cacheWait: "2" is not a duration`},
 		{name: "out of range", args: `{"cacheWait": "1m"}`, wantErr: "invalid cacheWait: 1m is out of range [0s, 4s]"},
 	} {
