@@ -166,13 +166,16 @@ func TestGeneratedConfigAsDeployed(t *testing.T) {
 					before = extenderBinds(t, binder)
 				}
 				pod := tc.name + "-pod"
-				schedule(t, c, harness.PodSpec{Name: pod, SchedulerName: name, CPU: "100m"})
+				node := schedule(t, c, harness.PodSpec{Name: pod, SchedulerName: name, CPU: "100m"})
+				how := "kube-scheduler's binder"
 				if binder != nil {
 					if n := extenderBinds(t, binder); n != before+1 {
 						t.Errorf("%s: %s answered %d binds with 200 while the scheduler bound %s (from %d to %d): the bindVerb did not bind it",
 							d.Source, binder.Name, n-before, pod, before, n)
 					}
+					how = binder.Name + "'s bind verb"
 				}
+				t.Logf("%s: %s leads on kube-system/%s and bound %s to %s through %s", d.Source, name, lease, pod, node, how)
 				c.CreatePod(t, harness.PodSpec{Name: tc.name + "-default", CPU: "100m"})
 				c.WaitForBinding(t, "default", tc.name+"-default")
 				keepsItsLease(t)
