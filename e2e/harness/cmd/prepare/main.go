@@ -1,4 +1,4 @@
-// Command prepare builds the control plane binaries (etcd, kube-apiserver, kube-scheduler) at the
+// Command prepare builds the control plane binaries (etcd, kube-apiserver, kube-scheduler) and kubectl at the
 // versions e2e/go.mod pins into the repository's .cache/bin, or checks that they are there,
 // printing progress. make e2e runs it before the tests so that the long first build shows its
 // progress instead of running silently inside go test.
@@ -22,5 +22,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("etcd:           %s\nkube-apiserver: %s\nkube-scheduler: %s\n", b.Etcd, b.APIServer, b.Scheduler)
+	// kubectl runs the docs' commands (e2e/docs_commands_test.go).
+	kubectl, err := harness.Kubectl(ctx, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("etcd:           %s\nkube-apiserver: %s\nkube-scheduler: %s\nkubectl:        %s\n", b.Etcd, b.APIServer, b.Scheduler, kubectl)
 }
