@@ -216,6 +216,21 @@ func (l *Learner) Shards(n, maxBytes int) (shards []map[string]string, dropped i
 	return shards, dropped, changes
 }
 
+// writerPercentiles returns the percentiles (0 < p <= 1) the writer's estimates of data were
+// made at (its USAGE_PERCENTILE), each once.
+func writerPercentiles(data map[string]string) []float64 {
+	var out []float64
+	for _, v := range data {
+		var r struct {
+			Estimate recordEstimate `json:"estimate"`
+		}
+		if json.Unmarshal([]byte(v), &r) == nil && r.Estimate.Percentile > 0 && !slices.Contains(out, r.Estimate.Percentile) {
+			out = append(out, r.Estimate.Percentile)
+		}
+	}
+	return out
+}
+
 // Merge reads one shard's data into the learner: a workload this learner has observed more
 // recently keeps its own state unless replace is set (a reader takes what the writer wrote).
 // It returns the workloads read, and joins the problems of the keys it could not read.

@@ -2,7 +2,9 @@ package usage
 
 import (
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -25,11 +27,30 @@ func ConfigMapInformer(client kubernetes.Interface, namespace string) (cache.Sha
 // Follow keeps l, read-only, filled with what the writer stores: each shard of object (the
 // ConfigMaps object-0, object-1, ...) the informer adds or updates replaces the workloads it
 // holds. A workload the writer evicted stays in l until l's own bound evicts it.
+//
+// The reader estimates at its own percentile (safe's SAFE_ESTIMATE_PERCENTILE, the one placement
+// uses); the writer measures its estimates' error (usage_learner_estimate_error, the drift alert)
+// at its USAGE_PERCENTILE. When the two differ, Follow warns, once per percentile it reads: the
+// alert then measures estimates that placement does not use.
 func Follow(l *Learner, inf cache.SharedIndexInformer, object string, log *logrus.Entry) error {
+	var mu sync.Mutex
+	warned := map[float64]bool{}
 	read := func(obj any) {
 		cm, ok := obj.(*corev1.ConfigMap)
 		if !ok || !strings.HasPrefix(cm.Name, object+"-") || cm.Labels[ShardLabel] == "" {
 			return
+		}
+		for _, p := range writerPercentiles(cm.Data) {
+			mu.Lock()
+			first := !warned[p]
+			warned[p] = true
+			mu.Unlock()
+			if first && math.Abs(p-l.cfg.Percentile) > 1e-9 {
+				log.WithFields(logrus.Fields{"writerPercentile": pct(p), "readerPercentile": pct(l.cfg.Percentile)}).
+					Warn("the usage learner estimates at another percentile (its USAGE_PERCENTILE) than this reader " +
+						"(SAFE_ESTIMATE_PERCENTILE): usage_learner_estimate_error and its drift alert measure the learner's, " +
+						"not the estimates placement uses; give both the same value")
+			}
 		}
 		if _, err := l.Merge(cm.Data, true); err != nil {
 			log.WithError(err).WithField("configmap", cm.Namespace+"/"+cm.Name).Warn("usage store: some workloads not read")

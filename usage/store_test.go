@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logrustest "github.com/sirupsen/logrus/hooks/test"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -164,6 +165,52 @@ func TestDataKey(t *testing.T) {
 	}
 	if _, ok := dataKey(fmt.Sprintf("app/ns/%s", strings.Repeat("x", 260))); ok {
 		t.Error("a key too long for a ConfigMap was accepted")
+	}
+}
+
+// A reader that estimates at another percentile than the writer's is warned, once: the writer's
+// error metric and drift alert then measure estimates placement does not use.
+func TestFollowWarnsOfAnotherPercentile(t *testing.T) {
+	for _, readerPercentile := range []float64{0.9, 0.95} {
+		ctx := t.Context()
+		client := fake.NewClientset()
+		w := testLearner(t, nil) // the writer estimates at 0.9
+		web := webPod("shop", "web", "1", "1Gi")
+		for i := range 10 {
+			w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
+		}
+		s := testStore(client, w, 2)
+		s.takeover.Store(true)
+		if err := s.Flush(ctx, t0); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewFollower(readerPercentile, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logger, hook := logrustest.NewNullLogger()
+		inf, f := ConfigMapInformer(client, "kube-system")
+		if err := Follow(r, inf, "usage", logrus.NewEntry(logger)); err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx.Done())
+		f.WaitForCacheSync(ctx.Done())
+		deadline := time.Now().Add(10 * time.Second)
+		for r.Estimate(web).Workload.IsZero() || !r.Estimate(web).Trusted {
+			if time.Now().After(deadline) {
+				t.Fatal("the reader read nothing")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		warned := 0
+		for _, e := range hook.AllEntries() {
+			if strings.Contains(e.Message, "another percentile") {
+				warned++
+			}
+		}
+		if want := map[float64]int{0.9: 0, 0.95: 1}[readerPercentile]; warned != want {
+			t.Errorf("reader at %v: %d warnings, want %d", readerPercentile, warned, want)
+		}
 	}
 }
 
