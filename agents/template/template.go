@@ -29,7 +29,9 @@ const (
 
 // Config holds the agent's settings. Each field is bound to an environment variable and a flag
 // (tags env, flag, help: see settings.Bind) and to a JSON field (tag json, for a scheduler's
-// pluginConfig args); DefaultConfig holds the defaults and Validate is the only check.
+// pluginConfig args); DefaultConfig holds the defaults and Validate is the only check. A number
+// declares its bounds with a range tag (range:"[0,10]") and a choice is a typed enum with a
+// Choices method: settings.Check refuses what is outside, and the chart's schema carries both.
 type Config struct {
 	// LabelKey is the node label the filter reads.
 	LabelKey string `json:"labelKey" env:"TEMPLATE_LABEL" flag:"template-label" help:"node label the template-label filter reads"`
