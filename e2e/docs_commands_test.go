@@ -191,6 +191,25 @@ func TestExtractDocCommands(t *testing.T) {
 	}
 }
 
+// A command no rule, marker or exception accounts for fails the test; a marker or an
+// exception skips it with its reason.
+func TestDocCommandAccounting(t *testing.T) {
+	e := &docEnv{t: t}
+	for _, tc := range []struct {
+		c    docCommand
+		kind string
+	}{
+		{docCommand{Text: "curl -s http://127.0.0.1:5401/healthz"}, "unaccounted"},
+		{docCommand{Text: "curl -s http://127.0.0.1:5401/healthz", Skip: "needs a running extender"}, "skip"},
+		{docCommand{Text: "bin/kube-safe-scheduler --version"}, "skip"},
+	} {
+		r := e.run(tc.c)
+		if r.kind != tc.kind || (tc.kind == "unaccounted") != (r.err != nil) {
+			t.Errorf("%q: %s (%v), want %s", tc.c.Text, r.kind, r.err, tc.kind)
+		}
+	}
+}
+
 // docEnv is where the docs' commands run.
 type docEnv struct {
 	t       *testing.T
