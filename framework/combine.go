@@ -65,7 +65,7 @@ func ParseWeighted(spec string) ([]Weighted, error) {
 // each s_i clamped to [0, MaxScore] first, as the server clamps a function's own answer. One
 // extender entry calling it with weight W gives kube-scheduler the same total as one entry per
 // function with weight w_i, up to that rounding, in one HTTP call instead of several. The parts
-// run concurrently (measured in docs/performance.md, "One call for several priorities"); the
+// run concurrently (measured in docs/results/performance-history.md, "One call for several priorities"); the
 // error of the first part in the list that failed is the combined call's error. Combine fails when a name is no
 // prioritizer of agents.
 func Combine(agents []Agent, parts []Weighted) (Agent, error) {

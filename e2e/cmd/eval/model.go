@@ -8,7 +8,7 @@ import (
 
 // Model is the seeded generator of pods' true usage: a pod's usage is its request times a
 // ratio drawn once per pod, times the cluster's daily shape, times noise drawn per pod and
-// simulated minute. docs/quality.md gives the parameters' sources.
+// simulated minute. docs/quality/lab.md gives the parameters' sources.
 type Model struct {
 	// OverFraction of the pods use more cpu than they request: a ratio uniform in
 	// [OverMin, OverMax].
@@ -26,10 +26,10 @@ type Model struct {
 
 	// Traces, when set, make the model trace-driven (-usage trace): a pod's cpu and memory
 	// ratios are those of a Google 2011 task, its cpu follows its workload's PlanetLab VM over
-	// the day; none of the parameters above is used. docs/quality.md gives the mapping.
+	// the day; none of the parameters above is used. docs/quality/lab.md gives the mapping.
 	Traces *Traces
 	// CPUScale multiplies every trace cpu ratio (the Google tasks of the sample use a median
-	// 12 % of their request: see docs/quality.md); CPUCap bounds a pod's cpu usage at any
+	// 12 % of their request: see docs/quality/lab.md); CPUCap bounds a pod's cpu usage at any
 	// minute to that many times its request.
 	CPUScale, CPUCap float64
 }
@@ -58,13 +58,13 @@ func TraceModel(dir string, scale float64) (Model, error) {
 }
 
 // DefaultCPUScale and DefaultCPUCap are -trace-cpu-scale's default and the trace model's cap
-// (docs/quality.md says why).
+// (docs/quality/lab.md says why).
 const (
 	DefaultCPUScale = 4.0
 	DefaultCPUCap   = 4.0
 )
 
-// DefaultModel: see docs/quality.md for where each number comes from.
+// DefaultModel: see docs/quality/lab.md for where each number comes from.
 var DefaultModel = Model{
 	OverFraction: 0.25, OverMin: 1.2, OverMax: 2.5,
 	CPUMedian: 0.45, CPUSigma: 0.5,

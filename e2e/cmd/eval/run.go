@@ -783,7 +783,7 @@ const deschedulerUser = "system:serviceaccount:kube-system:kss-descheduler"
 // policy for the metrics server and its RBAC (rc.Descheduler), its interval in simulated time.
 // It reads the lab's usage (tr.metricsUsage) through a metrics.k8s.io server behind the
 // aggregation layer, as it reads metrics-server in a cluster; its collector's smoothing, fixed
-// in real time, is scaled to simulated time (collectorClock; docs/quality.md, "Schedulers").
+// in real time, is scaled to simulated time (collectorClock; docs/quality/lab.md, "Schedulers").
 func startDescheduler(t harness.T, c *harness.Cluster, rc RunConfig, tr *tracker) {
 	t.Helper()
 	if rc.Descheduler == nil {

@@ -10,7 +10,7 @@
 // kube-scheduler v1.37 (framework API moved to k8s.io/kube-scheduler/framework, NodeInfo is an
 // interface), so the formulas are written here again from its source, each function naming the
 // file and function it restates. The differences, all forced by the lab, are listed in
-// docs/quality.md ("Trimaran in the lab"):
+// docs/quality/lab.md ("Trimaran in the lab"):
 //
 //   - the lab serves each node's free cpu and memory (lab_node_free_*), not node-exporter's
 //     instance:node_cpu:ratio and instance:node_memory_utilisation:ratio; the stand-in queries
