@@ -225,11 +225,12 @@ func deschedulerLNU(t *testing.T, plugin bool) {
 }
 
 // lnuPod is a pod of app requesting cpu and memory (Guaranteed: limits equal to the requests),
-// bound to node when node is set; grace period 0 (no kubelet confirms a termination).
+// bound to node when node is set; grace period 0 (no kubelet confirms a termination). It is
+// labelled as placed by scheduler, which the chart's descheduler policy selects.
 func lnuPod(t *testing.T, scheduler, name, app, node, cpu, memory string, guaranteed bool) *corev1.Pod {
 	t.Helper()
 	p, err := harness.PodSpec{Name: name, SchedulerName: scheduler, NodeName: node, CPU: cpu, Memory: memory,
-		Labels: map[string]string{"app": app}}.Pod()
+		Labels: map[string]string{"app": app, deschedulerLabel: scheduler}}.Pod()
 	if err != nil {
 		t.Fatal(err)
 	}

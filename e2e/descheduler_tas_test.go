@@ -153,7 +153,7 @@ func podsOn(t *testing.T, c *harness.Cluster, app, node string) []string {
 func tasPod(t *testing.T, scheduler, name, app, node string) *corev1.Pod {
 	t.Helper()
 	pod, err := harness.PodSpec{Name: name, SchedulerName: scheduler, NodeName: node, CPU: "100m", Extra: tasResource,
-		Labels: map[string]string{"telemetry-policy": "demo-policy", "app": app}}.Pod()
+		Labels: map[string]string{"telemetry-policy": "demo-policy", "app": app, deschedulerLabel: scheduler}}.Pod()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func deschedulerCluster(t *testing.T, plugin bool, sets ...string) (c *harness.C
 	if plugin {
 		c, sa = startWithPluginServiceAccount(t)
 		scheduler = pluginSchedulerName
-		sets = append(sets, "mode=plugin")
+		sets = append(sets, "mode=plugin", "schedulerName="+scheduler)
 	} else {
 		c, sa = startWithServiceAccount(t)
 		scheduler = schedulerName
@@ -47,6 +47,10 @@ func deschedulerRender(t *testing.T, sets ...string) (policy, rbac []byte) {
 	}
 	return d.Policy, d.RBAC
 }
+
+// deschedulerLabel is the label of the pods the chart's descheduler policy evicts (by default:
+// those whose value is the scheduler's name); the descheduler cannot select by schedulerName.
+const deschedulerLabel = "kube-safe-scheduler.io/scheduler"
 
 // deschedulerUser is the chart's descheduler service account in kube-system.
 const deschedulerUser = "system:serviceaccount:kube-system:kss-descheduler"
@@ -141,7 +145,7 @@ func TestChartDescheduler(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"descheduler.enabled=true"}, "descheduler.lowNodeUtilization.prometheusURL is needed"},
+		{[]string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.source=Prometheus"}, "descheduler.lowNodeUtilization.prometheusURL is needed"},
 		{[]string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.enabled=false"}, "descheduler.enabled with nothing to do"},
 		{[]string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.prometheusURL=http://p", "descheduler.lowNodeUtilization.gap=95"}, "descheduler.lowNodeUtilization.gap 95 is above safe's utilization threshold 90"},
 		{[]string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.source=Graphite"}, "source"},

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,9 @@ func prometheusRuleCRD(t *testing.T) string {
 	return ruleCRD
 }
 
+// chartNamespace is the namespace the docs install the chart in: its own.
+const chartNamespace = "kube-safe-scheduler"
+
 func chartDir(t *testing.T) string {
 	return filepath.Join(repoRoot(t), "charts", "kube-safe-scheduler")
 }
@@ -137,7 +141,7 @@ func TestChartLint(t *testing.T) {
 		cases = append(cases, []string{"-f", f})
 	}
 	for _, extra := range cases {
-		if out, err := runHelm(t, append([]string{"lint", "--strict", chartDir(t)}, extra...)...); err != nil {
+		if out, err := runHelm(t, append([]string{"lint", "--strict", chartDir(t), "--namespace", chartNamespace, "--kube-version", "v1.37.1"}, extra...)...); err != nil {
 			t.Errorf("%v\n%s", err, out)
 		}
 	}
@@ -145,10 +149,12 @@ func TestChartLint(t *testing.T) {
 
 // Every mode with each agent alone and with all agents renders, and the render passes a
 // server-side dry run on a real API server (the CRDs applied for real first, as an install
-// with crds.* would; the PrometheusRule against the prometheus-operator's own CRD).
+// with crds.* would; the PrometheusRule against the prometheus-operator's own CRD), in the
+// chart's own namespace as documented.
 func TestChartTemplateDryRun(t *testing.T) {
 	t.Parallel()
 	c := harness.StartCluster(t)
+	c.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+chartNamespace+"}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: usage-store}\n"), false)
 	for _, crd := range []string{"podgroup-crd.yaml", "telemetry-policy-crd.yaml"} {
 		c.ApplyCRDFile(t, filepath.Join(repoRoot(t), "yamlfiles", crd))
 	}
@@ -182,12 +188,17 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["plugin/all combined"] = append([]string{"mode=plugin", "combined.enabled=true"}, all...)
 	cases["extender/usage learner"] = []string{"nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true", "agents.safe.settings.estimate=learned"}
 	cases["plugin/usage learner elsewhere"] = []string{"mode=plugin", "nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true",
-		"nodeAnnotator.learner.namespace=default", "agents.safe.settings.estimate=learned", "agents.safe.settings.estimateNamespace=default"}
+		"nodeAnnotator.learner.namespace=usage-store", "agents.safe.settings.estimate=learned", "agents.safe.settings.estimateNamespace=usage-store"}
+	cases["extender/annotator from prometheus, numbers in env"] = []string{"nodeAnnotator.env.STATS_SOURCE=prometheus", "nodeAnnotator.env.PROMETHEUS_URL=http://prometheus:9090",
+		"nodeAnnotator.env.PATCH_QPS=50", "nodeAnnotator.env.STATS_TOLERANCE=0.05"}
+	cases["extender/descheduler alone"] = []string{"descheduler.enabled=true"}
+	cases["extender/no annotator"] = []string{"nodeAnnotator.enabled=false"}
+	cases["extender/registry"] = []string{"images.registry=ghcr.io/kss", "images.tag=v1"}
 	cases["extender/descheduler+telemetry"] = []string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.prometheusURL=http://prometheus:9090", "agents.telemetry.enabled=true"}
 	cases["plugin/descheduler metrics server"] = []string{"mode=plugin", "descheduler.enabled=true", "descheduler.lowNodeUtilization.source=KubernetesMetrics"}
 	cases["plugin/safe settings"] = []string{"mode=plugin", "agents.safe.settings.utilization=85", "agents.pigeon.enabled=true", "agents.pigeon.settings.numResources=2"}
 	for name, sets := range cases {
-		out, err := render(t, sets...)
+		out, err := renderIn(t, chartNamespace, sets...)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -216,7 +227,7 @@ func TestChartRendersSettingsAndRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, "plugin render", string(out), "- name: safe-overload\n        args:\n          utilization: 85", "image: kube-safe-scheduler:latest")
+	mustContain(t, "plugin render", string(out), "- name: safe-overload\n        args:\n          utilization: 85", "image: kube-safe-scheduler:"+chartAppVersion(t))
 	if strings.Contains(string(out), "kube-sched-ext-safe") {
 		t.Error("plugin mode renders a sidecar")
 	}
@@ -253,6 +264,124 @@ func TestChartRendersSettingsAndRules(t *testing.T) {
 	}
 }
 
+// chartAppVersion is the chart's appVersion, the default tag of this project's images.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil || c.AppVersion == "" || c.AppVersion == "latest" {
+		t.Fatalf("Chart.yaml: appVersion %q (%v): want a version", c.AppVersion, err)
+	}
+	return c.AppVersion
+}
+
+// This project's images are <images.registry>/<name>:<images.tag, default appVersion>; upstream
+// images (kube-scheduler, the descheduler) are never prefixed; a reference with a tag is kept.
+// The annotator's env takes numbers and booleans as they are, an integral number as an integer.
+func TestChartImagesAndEnv(t *testing.T) {
+	t.Parallel()
+	v := chartAppVersion(t)
+	out, err := render(t, "agents.congestion.enabled=true", "descheduler.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "default images", string(out), "image: kube-sched-ext-safe:"+v, "image: kube-sched-ext-congestion:"+v,
+		"image: kube-node-annotator:"+v, "image: registry.k8s.io/kube-scheduler:v1.37.1", "image: registry.k8s.io/descheduler/descheduler:")
+	out, err = render(t, "images.registry=ghcr.io/kss/", "images.tag=v9", "agents.congestion.enabled=true", "agents.congestion.image=other/ext:1.2",
+		"descheduler.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "registry and tag", string(out), "image: ghcr.io/kss/kube-sched-ext-safe:v9", "image: other/ext:1.2",
+		"image: ghcr.io/kss/kube-node-annotator:v9", "image: registry.k8s.io/kube-scheduler:v1.37.1", "image: registry.k8s.io/descheduler/descheduler:")
+	out, err = render(t, "mode=plugin", "images.registry=ghcr.io/kss", "combined.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "plugin mode", string(out), "image: ghcr.io/kss/kube-safe-scheduler:"+v)
+	out, err = render(t, "combined.enabled=true", "agents.congestion.enabled=true", "images.registry=r.io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "combined", string(out), "image: r.io/kube-sched-ext-all:"+v)
+
+	// Numbers and booleans in nodeAnnotator.env, by --set and by a values file (where YAML reads
+	// 1000000 as a float).
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("nodeAnnotator:\n  env: {PATCH_BURST: 1000000, STATS_TOLERANCE: 0.05, USAGE_LEARNER_X: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runHelm(t, "template", "kss", chartDir(t), "--namespace", chartNamespace, "--kube-version", "v1.37.1", "-f", values,
+		"--set", "nodeAnnotator.env.PATCH_QPS=50", "--set", "nodeAnnotator.env.STATS_MIN_SAMPLES=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "annotator env", string(out), `{name: PATCH_BURST, value: "1000000"}`, `{name: STATS_TOLERANCE, value: "0.05"}`,
+		`{name: USAGE_LEARNER_X, value: "true"}`, `{name: PATCH_QPS, value: "50"}`, `{name: STATS_MIN_SAMPLES, value: "3"}`,
+		`{name: STATS_SOURCE, value: "metrics-api"}`)
+}
+
+// The chart refuses any Kubernetes version but the minor of the kube-scheduler it ships: the
+// version-skew policy forbids a scheduler newer than its API server.
+func TestChartKubeVersion(t *testing.T) {
+	t.Parallel()
+	var chart struct {
+		KubeVersion string `json:"kubeVersion"`
+	}
+	data, err := os.ReadFile(filepath.Join(chartDir(t), "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Images struct {
+			Scheduler string `json:"scheduler"`
+		} `json:"images"`
+	}
+	data, err = os.ReadFile(filepath.Join(chartDir(t), "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	_, tag, _ := strings.Cut(values.Images.Scheduler, ":")
+	parts := strings.SplitN(strings.TrimPrefix(tag, "v"), ".", 3)
+	if len(parts) != 3 {
+		t.Fatalf("images.scheduler %q has no version tag", values.Images.Scheduler)
+	}
+	minor := parts[0] + "." + parts[1]
+	if want := fmt.Sprintf(">=%s.0-0 <%s.%d.0-0", minor, parts[0], atoi(t, parts[1])+1); chart.KubeVersion != want {
+		t.Errorf("Chart.yaml kubeVersion %q; want %q, the minor of images.scheduler %s", chart.KubeVersion, want, values.Images.Scheduler)
+	}
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{{"v" + minor + ".0", true}, {"v" + minor + ".9", true}, {fmt.Sprintf("v%s.%d.0", parts[0], atoi(t, parts[1])-1), false},
+		{fmt.Sprintf("v%s.%d.0", parts[0], atoi(t, parts[1])+1), false}, {"v1.30.0", false}} {
+		_, err := runHelm(t, "template", "kss", chartDir(t), "--namespace", chartNamespace, "--kube-version", tc.version)
+		if (err == nil) != tc.ok {
+			t.Errorf("helm template --kube-version %s: %v; want ok %t", tc.version, err, tc.ok)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // Values that make no sense stop the render with a message naming the value.
 func TestChartRefusesNonsense(t *testing.T) {
 	t.Parallel()
@@ -279,6 +408,18 @@ func TestChartRefusesNonsense(t *testing.T) {
 		{[]string{"agents.safe.clusterAccess=none"}, "agents.safe.clusterAccess none needs agents.safe.nodeCacheCapable: false"},
 		{[]string{"agents.safe.clusterAccess=sometimes"}, "clusterAccess"},
 		{[]string{"tls.enabled=true", "tls.serverSecret=s", "tls.clientSecret=c", "tls.minVersion=1.1"}, "minVersion"},
+		// safe without usage: the annotator without a source, prometheus without its URL, the
+		// learner without the annotator or a source
+		{[]string{"nodeAnnotator.env.STATS_SOURCE=none"}, "nodeAnnotator.env.STATS_SOURCE=metrics-api"},
+		{[]string{"nodeAnnotator.env.STATS_SOURCE=prometheus"}, "needs nodeAnnotator.env.PROMETHEUS_URL"},
+		{[]string{"nodeAnnotator.env.STATS_SOURCE=graphite"}, "nodeAnnotator.env.STATS_SOURCE \"graphite\""},
+		{[]string{"nodeAnnotator.enabled=false", "nodeAnnotator.learner.enabled=true"}, "set nodeAnnotator.enabled=true"},
+		{[]string{"agents.safe.enabled=false", "agents.congestion.enabled=true", "nodeAnnotator.env.STATS_SOURCE=none", "nodeAnnotator.learner.enabled=true"},
+			"nodeAnnotator.learner.enabled needs pod usage: set nodeAnnotator.env.STATS_SOURCE=metrics-api"},
+		// safe's follower lists the ConfigMaps of the learner's namespace: never a shared one
+		{[]string{"nodeAnnotator.learner.enabled=true", "agents.safe.settings.estimate=learned"}, "estimate learned follows"},
+		{[]string{"descheduler.enabled=true", "descheduler.lowNodeUtilization.source=Prometheus"}, "descheduler.lowNodeUtilization.prometheusURL is needed"},
+		{[]string{"images.registry=a b"}, "registry"},
 	} {
 		_, err := render(t, tc.sets...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -287,22 +428,30 @@ func TestChartRefusesNonsense(t *testing.T) {
 	}
 }
 
-// runChart renders the chart with sets, applies it for real, runs its scheduler (and sidecars)
-// as the chart's service account, and returns the cluster and the running deployment.
+// runChart renders the chart with sets in its own namespace (as the docs install it), applies it
+// for real, runs its scheduler (and sidecars) as the chart's service account, and returns the
+// cluster and the running deployment.
 func runChart(t *testing.T, sets ...string) (*harness.Cluster, *harness.RunningDeployment) {
 	t.Helper()
-	out, err := render(t, sets...)
+	out, err := renderIn(t, chartNamespace, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler's Deployment alone (the render also has the node annotator's).
+	scheduler, err := renderIn(t, chartNamespace, append(sets, "nodeAnnotator.enabled=false")...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := harness.StartCluster(t)
+	c.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+chartNamespace+"}\n"), false)
 	c.Apply(t, out, true)
 	c.Apply(t, out, false)
-	d, err := harness.LoadDeployment("helm template "+strings.Join(sets, " "), out)
+	d, err := harness.LoadDeployment("helm template "+strings.Join(sets, " "), scheduler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa := c.KubeconfigFor(t, "system:serviceaccount:kube-system:"+schedulerNameOf(t, sets), serviceAccountGroups...)
+	sa := c.KubeconfigFor(t, "system:serviceaccount:"+chartNamespace+":"+schedulerNameOf(t, sets),
+		"system:serviceaccounts", "system:serviceaccounts:"+chartNamespace, "system:authenticated")
 	r := c.RunDeployment(t, d, harness.RunOptions{Kubeconfig: sa})
 	r.CheckProbes(t)
 	return c, r
@@ -339,4 +488,164 @@ func TestChartRunsPluginMode(t *testing.T) {
 		harness.NodeSpec{Name: "busy", Annotations: busyStats})
 	scheduleOn(t, c, harness.PodSpec{Name: "p", SchedulerName: "safe-scheduler", CPU: "100m", Memory: "64Mi"}, "idle",
 		"safe-overload rejects risky; idle is the least used")
+}
+
+// The descheduler evicts only this scheduler's pods: it cannot select by spec.schedulerName, so
+// the policy's DefaultEvictor selects the label kube-safe-scheduler.io/scheduler=<schedulerName>
+// (and the quorum profile's name) and every plugin leaves excludeNamespaces alone;
+// podLabelSelector replaces the label, {} drops it. descheduler.enabled=true alone renders, on
+// the metrics server.
+func TestChartDeschedulerSelectsOurPods(t *testing.T) {
+	t.Parallel()
+	type policy struct {
+		MetricsProviders []struct {
+			Source string `json:"source"`
+		} `json:"metricsProviders"`
+		Profiles []struct {
+			PluginConfig []struct {
+				Name string         `json:"name"`
+				Args map[string]any `json:"args"`
+			} `json:"pluginConfig"`
+		} `json:"profiles"`
+	}
+	read := func(sets ...string) (policy, map[string]map[string]any) {
+		t.Helper()
+		d, err := harness.RenderChartDescheduler(t.Context(), helm(t), sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p policy
+		if err := yaml.Unmarshal(d.Policy, &p); err != nil || len(p.Profiles) != 1 {
+			t.Fatalf("policy.yaml: %v\n%s", err, d.Policy)
+		}
+		args := map[string]map[string]any{}
+		for _, c := range p.Profiles[0].PluginConfig {
+			args[c.Name] = c.Args
+		}
+		return p, args
+	}
+	p, args := read()
+	if len(p.MetricsProviders) != 1 || p.MetricsProviders[0].Source != "KubernetesMetrics" {
+		t.Errorf("descheduler.enabled=true alone: metricsProviders %+v; want the metrics server", p.MetricsProviders)
+	}
+	if got := fmt.Sprint(args["DefaultEvictor"]["labelSelector"]); got != "map[matchExpressions:[map[key:kube-safe-scheduler.io/scheduler operator:In values:[my-scheduler]]]]" {
+		t.Errorf("DefaultEvictor labelSelector %s; want kube-safe-scheduler.io/scheduler In [my-scheduler]", got)
+	}
+	if got := fmt.Sprint(args["LowNodeUtilization"]["evictableNamespaces"]); got != "map[exclude:[kube-system]]" {
+		t.Errorf("LowNodeUtilization evictableNamespaces %s; want kube-system excluded", got)
+	}
+	_, args = read("mode=plugin", "schedulerName=safe", "plugin.quorumProfile=quorum", "agents.telemetry.enabled=true",
+		"descheduler.excludeNamespaces={kube-system,monitoring}")
+	if got := fmt.Sprint(args["DefaultEvictor"]["labelSelector"]); !strings.Contains(got, "values:[safe quorum]") {
+		t.Errorf("plugin mode with a quorum profile: labelSelector %s; want both profiles' names", got)
+	}
+	if got := fmt.Sprint(args["RemovePodsViolatingNodeAffinity"]["namespaces"]); got != "map[exclude:[kube-system monitoring]]" {
+		t.Errorf("RemovePodsViolatingNodeAffinity namespaces %s", got)
+	}
+	_, args = read("descheduler.podLabelSelector.matchLabels.team=a")
+	if got := fmt.Sprint(args["DefaultEvictor"]["labelSelector"]); got != "map[matchLabels:map[team:a]]" {
+		t.Errorf("podLabelSelector set: labelSelector %s", got)
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("descheduler:\n  enabled: true\n  podLabelSelector: {}\n  excludeNamespaces: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runHelm(t, "template", "kss", chartDir(t), "--namespace", chartNamespace, "--kube-version", "v1.37.1", "-f", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := harness.DeschedulerFromChart(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(d.Policy), "labelSelector") || strings.Contains(string(d.Policy), "exclude") {
+		t.Errorf("podLabelSelector {} and no excluded namespaces: the policy still filters\n%s", d.Policy)
+	}
+}
+
+// The documented install, for real: helm install in the chart's own namespace (created by Helm)
+// against the test control plane (Kubernetes v1.37.1, which the chart's kubeVersion accepts),
+// its NOTES naming the commands to check it, place a pod and read the logs of each container,
+// then the installed scheduler, run as the installed service account, placing the pod the NOTES
+// show (spec.schedulerName).
+func TestChartInstall(t *testing.T) {
+	t.Parallel()
+	c := harness.StartCluster(t)
+	kc := "--kubeconfig=" + c.Kubeconfig
+	if out, err := runHelm(t, "install", "kss", chartDir(t), "-n", chartNamespace, "--create-namespace", kc,
+		"--set", "agents.congestion.enabled=true"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	notes, err := runHelm(t, "get", "notes", "kss", "-n", chartNamespace, kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "NOTES", string(notes),
+		"kubectl -n kube-safe-scheduler rollout status deployment/my-scheduler --timeout=2m",
+		"kubectl -n kube-safe-scheduler get pods -l app.kubernetes.io/instance=kss",
+		"kubectl -n kube-safe-scheduler rollout status deployment/node-annotator --timeout=2m",
+		`kubectl run kss-try --image=registry.k8s.io/pause:3.10 --overrides='{"apiVersion": "v1", "spec": {"schedulerName": "my-scheduler"}}'`,
+		"kubectl wait --for=condition=PodScheduled pod/kss-try --timeout=1m",
+		"kubectl -n kube-safe-scheduler logs deployment/my-scheduler -c kube-scheduler",
+		"kubectl -n kube-safe-scheduler logs deployment/my-scheduler -c safe",
+		"kubectl -n kube-safe-scheduler logs deployment/my-scheduler -c congestion",
+		"kubectl -n kube-safe-scheduler logs deployment/node-annotator")
+	if strings.Contains(string(notes), "shared with other components") {
+		t.Errorf("NOTES warn of a shared namespace in %s:\n%s", chartNamespace, notes)
+	}
+	// The containers the NOTES name are the Deployment's.
+	manifest, err := runHelm(t, "get", "manifest", "kss", "-n", chartNamespace, kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err := renderIn(t, chartNamespace, "agents.congestion.enabled=true", "nodeAnnotator.enabled=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := harness.LoadDeployment("helm install", scheduler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{d.Scheduler.Name}
+	for _, s := range d.Sidecars {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, " "); got != "kube-scheduler safe congestion" {
+		t.Errorf("the scheduler's containers %q; the NOTES name kube-scheduler, safe and congestion", got)
+	}
+	mustContain(t, "the installed manifest", string(manifest), "name: my-scheduler-scheduler", "kind: Lease", "name: node-annotator")
+
+	sa := c.KubeconfigFor(t, "system:serviceaccount:"+chartNamespace+":my-scheduler",
+		"system:serviceaccounts", "system:serviceaccounts:"+chartNamespace, "system:authenticated")
+	r := c.RunDeployment(t, d, harness.RunOptions{Kubeconfig: sa})
+	r.CheckProbes(t)
+	c.CreateNodes(t, harness.NodeSpec{Name: "risky", Annotations: riskyStats}, harness.NodeSpec{Name: "idle", Annotations: idleStats})
+
+	// The NOTES' commands, run as written with kubectl (the cluster's admin kubeconfig), but those
+	// that need a kubelet and a controller manager, which this control plane has not: rollout
+	// status and logs. The pod they create goes to idle (safe rejects risky).
+	kubectl, err := harness.Kubectl(t.Context(), os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for line := range strings.Lines(string(notes)) {
+		cmd, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "  kubectl ")
+		if !ok || strings.Contains(cmd, "rollout status") || strings.Contains(cmd, " logs ") {
+			continue
+		}
+		sh := exec.CommandContext(t.Context(), "sh", "-c", "kubectl "+cmd)
+		sh.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the NOTES' kubectl %s: %v\n%s", cmd, err, out)
+		}
+		if strings.Contains(cmd, "get pod kss-try -o wide") && !strings.Contains(string(out), "idle") {
+			t.Errorf("the NOTES' pod is not on idle:\n%s", out)
+		}
+		ran++
+	}
+	if ran != 5 {
+		t.Errorf("ran %d of the NOTES' commands; want 5 (get pods, run, wait, get -o wide, delete)", ran)
+	}
 }
