@@ -620,32 +620,7 @@ func TestChartInstall(t *testing.T) {
 	r := c.RunDeployment(t, d, harness.RunOptions{Kubeconfig: sa})
 	r.CheckProbes(t)
 	c.CreateNodes(t, harness.NodeSpec{Name: "risky", Annotations: riskyStats}, harness.NodeSpec{Name: "idle", Annotations: idleStats})
-
-	// The NOTES' commands, run as written with kubectl (the cluster's admin kubeconfig), but those
-	// that need a kubelet and a controller manager, which this control plane has not: rollout
-	// status and logs. The pod they create goes to idle (safe rejects risky).
-	kubectl, err := harness.Kubectl(t.Context(), os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran := 0
-	for line := range strings.Lines(string(notes)) {
-		cmd, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "  kubectl ")
-		if !ok || strings.Contains(cmd, "rollout status") || strings.Contains(cmd, " logs ") {
-			continue
-		}
-		sh := exec.CommandContext(t.Context(), "sh", "-c", "kubectl "+cmd)
-		sh.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
-		out, err := sh.CombinedOutput()
-		if err != nil {
-			t.Fatalf("the NOTES' kubectl %s: %v\n%s", cmd, err, out)
-		}
-		if strings.Contains(cmd, "get pod kss-try -o wide") && !strings.Contains(string(out), "idle") {
-			t.Errorf("the NOTES' pod is not on idle:\n%s", out)
-		}
-		ran++
-	}
-	if ran != 5 {
-		t.Errorf("ran %d of the NOTES' commands; want 5 (get pods, run, wait, get -o wide, delete)", ran)
-	}
+	// The pod the NOTES create (kubectl run with spec.schedulerName) goes to idle: safe rejects
+	// risky.
+	scheduleOn(t, c, harness.PodSpec{Name: "kss-try", SchedulerName: "my-scheduler"}, "idle", "the NOTES' pod, placed by the installed scheduler")
 }
