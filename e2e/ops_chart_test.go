@@ -190,7 +190,7 @@ func TestChartTemplateDryRun(t *testing.T) {
 	cases["plugin/usage learner elsewhere"] = []string{"mode=plugin", "nodeAnnotator.enabled=true", "nodeAnnotator.learner.enabled=true",
 		"nodeAnnotator.learner.namespace=usage-store", "agents.safe.settings.estimate=learned", "agents.safe.settings.estimateNamespace=usage-store"}
 	cases["extender/annotator from prometheus, numbers in env"] = []string{"nodeAnnotator.env.STATS_SOURCE=prometheus", "nodeAnnotator.env.PROMETHEUS_URL=http://prometheus:9090",
-		"nodeAnnotator.env.PATCH_QPS=50", "nodeAnnotator.env.STATS_TOLERANCE=0.05"}
+		"nodeAnnotator.env.PATCH_QPS=50", "nodeAnnotator.env.STATS_TOLERANCE=5"}
 	cases["extender/descheduler alone"] = []string{"descheduler.enabled=true"}
 	cases["extender/no annotator"] = []string{"nodeAnnotator.enabled=false"}
 	cases["extender/registry"] = []string{"images.registry=ghcr.io/kss", "images.tag=v1"}
@@ -310,10 +310,11 @@ func TestChartImagesAndEnv(t *testing.T) {
 	}
 	mustContain(t, "combined", string(out), "image: r.io/kube-sched-ext-all:"+v)
 
-	// Numbers and booleans in nodeAnnotator.env, by --set and by a values file (where YAML reads
-	// 1000000 as a float).
+	// Numbers and booleans in nodeAnnotator.env and in an agent's settings, by --set and by a values
+	// file (where YAML reads 1000000 as a float, which toString would print 1e+06).
 	values := filepath.Join(t.TempDir(), "values.yaml")
-	if err := os.WriteFile(values, []byte("nodeAnnotator:\n  env: {PATCH_BURST: 1000000, STATS_TOLERANCE: 0.05, USAGE_LEARNER_X: true}\n"), 0o644); err != nil {
+	if err := os.WriteFile(values, []byte("nodeAnnotator:\n  env: {PATCH_BURST: 1000000, STATS_TOLERANCE: 5, USAGE_LEARNER_X: true}\n"+
+		"agents:\n  congestion:\n    enabled: true\n    settings: {factorMax: 1000000}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err = runHelm(t, "template", "kss", chartDir(t), "--namespace", chartNamespace, "--kube-version", "v1.37.1", "-f", values,
@@ -321,7 +322,7 @@ func TestChartImagesAndEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, "annotator env", string(out), `{name: PATCH_BURST, value: "1000000"}`, `{name: STATS_TOLERANCE, value: "0.05"}`,
+	mustContain(t, "annotator env", string(out), `{name: PATCH_BURST, value: "1000000"}`, `{name: STATS_TOLERANCE, value: "5"}`, `{name: CONGESTION_FACTOR_MAX, value: "1000000"}`,
 		`{name: USAGE_LEARNER_X, value: "true"}`, `{name: PATCH_QPS, value: "50"}`, `{name: STATS_MIN_SAMPLES, value: "3"}`,
 		`{name: STATS_SOURCE, value: "metrics-api"}`)
 }

@@ -215,7 +215,7 @@ by the kubelet's httpGet; the image has no shell, the extender probes itself).
         {{- range $key := keys $s | sortAlpha }}
         {{- $d := get $t.settings $key }}
         # {{ printf "%s.%s: %s" $agent $key $d.help | wrapWith 92 "\n        # " }}
-        - {name: {{ $d.env }}, value: {{ get $s $key | toString | quote }}}
+        - {name: {{ $d.env }}, value: {{ include "kss.envValue" (get $s $key) | quote }}}
         {{- end }}
         {{- end }}
         {{- if $tls }}
