@@ -160,10 +160,26 @@ func Helm(ctx context.Context, progress io.Writer) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, ".cache", "helm", HelmVersion)
-	bin := filepath.Join(dir, "helm")
+	return builtOnce(filepath.Join(dir, "helm"), progress, func(bin string) error {
+		fmt.Fprintf(progress, "harness: building helm %s into %s\n", HelmVersion, dir)
+		cmd := exec.CommandContext(ctx, "go", "install", "helm.sh/helm/v3/cmd/helm@"+HelmVersion)
+		cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", HelmVersion, err, out)
+		}
+		return nil
+	})
+}
+
+// builtOnce returns bin, calling build(bin) first when it is missing, under a lock in its
+// directory so that concurrent tests and checkouts build it once: for a tool whose path names its
+// version (no stamp to compare, unlike BuildKwok's).
+func builtOnce(bin string, progress io.Writer, build func(bin string) error) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
+	dir := filepath.Dir(bin)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -175,12 +191,8 @@ func Helm(ctx context.Context, progress io.Writer) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	fmt.Fprintf(progress, "harness: building helm %s into %s\n", HelmVersion, dir)
-	cmd := exec.CommandContext(ctx, "go", "install", "helm.sh/helm/v3/cmd/helm@"+HelmVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install helm.sh/helm/v3/cmd/helm@%s: %v\n%s", HelmVersion, err, out)
+	if err := build(bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 }

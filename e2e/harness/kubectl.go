@@ -45,43 +45,30 @@ func Kubectl(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	version := "v0." + strings.TrimPrefix(kube, "v1.")
 	dir := filepath.Join(root, ".cache", "kubectl", version)
-	bin := filepath.Join(dir, "kubectl")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	unlock, err := lockFile(filepath.Join(dir, ".build.lock"), progress)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	src := filepath.Join(dir, "src")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module kubectl\n\ngo 1.24\n"), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(kubectlMain), 0o644); err != nil {
-		return "", err
-	}
-	fmt.Fprintf(progress, "harness: building kubectl %s into %s (the first build takes several minutes)\n", version, dir)
-	env := append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
-	for _, args := range [][]string{
-		{"get", "k8s.io/kubectl@" + version, "k8s.io/component-base@" + version},
-		{"mod", "tidy"},
-		{"build", "-ldflags", ldflags("k8s.io/kubernetes", kube), "-o", bin + ".tmp", "."},
-	} {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Env, cmd.Dir = env, src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("building kubectl: go %s: %v\n%s", strings.Join(args, " "), err, out)
+	return builtOnce(filepath.Join(dir, "kubectl"), progress, func(bin string) error {
+		src := filepath.Join(dir, "src")
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return err
 		}
-	}
-	return bin, os.Rename(bin+".tmp", bin)
+		if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module kubectl\n\ngo 1.24\n"), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(src, "main.go"), []byte(kubectlMain), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "harness: building kubectl %s into %s (the first build takes several minutes)\n", version, dir)
+		env := append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+		for _, args := range [][]string{
+			{"get", "k8s.io/kubectl@" + version, "k8s.io/component-base@" + version},
+			{"mod", "tidy"},
+			{"build", "-ldflags", ldflags("k8s.io/kubernetes", kube), "-o", bin + ".tmp", "."},
+		} {
+			cmd := exec.CommandContext(ctx, "go", args...)
+			cmd.Env, cmd.Dir = env, src
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("building kubectl: go %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		return os.Rename(bin+".tmp", bin)
+	})
 }
