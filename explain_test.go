@@ -17,7 +17,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents/congestion"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/server"
 )
 

@@ -81,8 +81,8 @@ func TestSubcommandFlagsAfterArgument(t *testing.T) {
 		{probe, []string{ok.URL + "/healthz", "--timeout", "3s"}, 0, ""},
 		{probe, []string{ok.URL + "/healthz", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{probe, []string{ok.URL, ok.URL}, 2, "give exactly one URL"},
-		{convertPolicy, []string{"internal/schedconfig/testdata/tas-policy.json", "-h"}, 0, "Usage: extender convert-policy"},
-		{convertPolicy, []string{"internal/schedconfig/testdata/tas-policy.json", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{convertPolicy, []string{"internal/deploygen/schedconfig/testdata/tas-policy.json", "-h"}, 0, "Usage: extender convert-policy"},
+		{convertPolicy, []string{"internal/deploygen/schedconfig/testdata/tas-policy.json", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{convertPolicy, []string{"a.json", "b.json"}, 2, "Usage: extender convert-policy"},
 	} {
 		var out, errOut bytes.Buffer

@@ -32,8 +32,8 @@ import (
 
 	allagents "github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // env returns a getenv over a fixed map.
@@ -472,8 +472,8 @@ func TestConfigSubcommands(t *testing.T) {
 		{"config", []string{"--agents", "safe", "--mode", "plugin", "--https"}, 2, "", "--https is extender mode only", 0},
 		{"config", []string{"--agents", "safe", "--mode", "plugins"}, 2, "", `--mode "plugins": want extender or plugin`, 0},
 		{"config", []string{"--agents", "safe", "extra"}, 2, "", "unexpected argument", 0},
-		{"convert-policy", []string{"internal/schedconfig/testdata/tas-policy.json"}, 0, "enableHTTPS: true", "extenders[0].apiVersion is not a field", 1},
-		{"convert-policy", []string{"internal/schedconfig/testdata/classic-policy.yaml"}, 0, "hardPodAffinityWeight: 10", "predicate GeneralPredicates: use the plugin NodeResourcesFit", 15},
+		{"convert-policy", []string{"internal/deploygen/schedconfig/testdata/tas-policy.json"}, 0, "enableHTTPS: true", "extenders[0].apiVersion is not a field", 1},
+		{"convert-policy", []string{"internal/deploygen/schedconfig/testdata/classic-policy.yaml"}, 0, "hardPodAffinityWeight: 10", "predicate GeneralPredicates: use the plugin NodeResourcesFit", 15},
 		{"convert-policy", []string{"main.go"}, 1, "", "main.go:", 0},
 		{"convert-policy", []string{"/nonexistent/policy.json"}, 1, "", "no such file", 0},
 		{"convert-policy", nil, 2, "", "Usage: extender convert-policy", 0},

@@ -24,7 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/nodestats"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )

@@ -19,8 +19,8 @@ import (
 
 	allagents "github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // agents returns every agent with its default configuration.

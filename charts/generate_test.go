@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kube-safe-scheduler/extender/agents"
-	"github.com/kube-safe-scheduler/extender/internal/schedconfig"
+	"github.com/kube-safe-scheduler/extender/internal/deploygen/schedconfig"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
 

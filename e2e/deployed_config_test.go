@@ -46,7 +46,7 @@ import (
 // source here (nothing serves the custom metrics API), which a plain pod, carrying no policy,
 // does not need. The identity is the cluster admin's: RBAC is the shipped files' business
 // (TestYAMLFiles*, the least-privilege test), the generated configuration's Lease is the shipped
-// files' one (internal/schedconfig's TestShippedFilesMatchTable).
+// files' one (internal/deploygen/schedconfig's TestShippedFilesMatchTable).
 func TestGeneratedConfigAsDeployed(t *testing.T) {
 	t.Parallel()
 	c := harness.StartCluster(t)

@@ -17,7 +17,7 @@ import (
 
 // TestGeneratedAndConvertedConfigsLoad: the KubeSchedulerConfigurations that `extender config`
 // and `extender convert-policy` print (the latter for the Policy files of
-// internal/schedconfig/testdata: telemetry-aware-scheduling's, a generals-space style one with
+// internal/deploygen/schedconfig/testdata: telemetry-aware-scheduling's, a generals-space style one with
 // filter, prioritize, preempt and bind, and one with predicate and priority lists) are loaded
 // by the real kube-scheduler, which starts and turns healthy (/healthz on its secure port), and
 // leads on the Lease of its own profile, never kube-system/kube-scheduler (the default
@@ -39,7 +39,7 @@ func TestGeneratedAndConvertedConfigsLoad(t *testing.T) {
 		}
 	}
 	local := map[string]string{"certFile": "tls.crt", "keyFile": "tls.key", "caFile": "ca.crt"}
-	testdata := filepath.Join(repoRoot(t), "internal", "schedconfig", "testdata")
+	testdata := filepath.Join(repoRoot(t), "internal", "deploygen", "schedconfig", "testdata")
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -18,7 +18,7 @@ type Config interface {
 // Offer is what an agent offers, known without building it: the names of its functions (its
 // routes /scheduler/predicates/<name> and /scheduler/priorities/<name> in the extender, its
 // plugins' names in kube-scheduler) and how the shipped deployments call it (package
-// internal/schedconfig writes yamlfiles/extender.*.yaml from it). The agent New builds offers
+// internal/deploygen/schedconfig writes yamlfiles/extender.*.yaml from it). The agent New builds offers
 // exactly these functions, whatever its configuration: Registration.New checks it.
 type Offer struct {
 	// Filters names the agent's filter functions, in the order Agent.Filters returns them.

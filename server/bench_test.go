@@ -16,7 +16,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // BenchmarkHandler measures the HTTP layer alone (decode, dispatch, encode) with an agent whose

@@ -15,7 +15,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // bindingAgent binds pods to nodes whose name does not start with "bad" and remembers the binds;

@@ -40,9 +40,7 @@ func TestStoreRestart(t *testing.T) {
 		l.Observe(web, 2, 3<<30, t0.Add(time.Hour+time.Duration(i)*time.Minute)) // after fill; 2x cpu; 3 Gi, the peak
 	}
 	s := testStore(client, l, 4)
-	if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
-		t.Fatal(err)
-	}
+	s.takeover.Store(true)
 	if err := s.Flush(ctx, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +180,7 @@ func TestFollowWarnsOfAnotherPercentile(t *testing.T) {
 			w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
 		}
 		s := testStore(client, w, 2)
-		if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
-			t.Fatal(err)
-		}
+		s.takeover.Store(true)
 		if err := s.Flush(ctx, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -228,9 +224,7 @@ func TestFollow(t *testing.T) {
 		w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
 	}
 	s := testStore(client, w, 2)
-	if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
-		t.Fatal(err)
-	}
+	s.takeover.Store(true)
 	if err := s.Flush(ctx, t0); err != nil {
 		t.Fatal(err)
 	}

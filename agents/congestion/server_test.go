@@ -11,8 +11,8 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // newHandler serves a congestion agent with the default configuration, nodes in its lookup.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // benchCluster returns n nodes with all five resources, usage both in their requested-*

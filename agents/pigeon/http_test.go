@@ -8,7 +8,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
 )
 
 // TestHTTPBothRequestForms serves the agent through package server and checks that a request

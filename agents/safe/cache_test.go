@@ -10,7 +10,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
 	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 

@@ -13,7 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // clientCluster is a framework.Cluster reading the nodes of a fake clientset.

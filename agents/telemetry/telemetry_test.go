@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )

@@ -1,7 +1,7 @@
 package template
 
 // The model of an agent's tests: one table per function, one t.Run per case, each case saying
-// why its answer is what it is; fixtures from the shared builders (internal/fixtures); results
+// why its answer is what it is; fixtures from the shared builders (internal/testkit/fixtures); results
 // compared whole with cmp.Diff. Configuration comes in as the program reads it, from variables
 // (settingstest.Bind), so that the tests also cover the env tags.
 
@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
 )
 

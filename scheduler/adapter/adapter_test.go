@@ -21,7 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 )
 

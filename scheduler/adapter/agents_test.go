@@ -17,8 +17,8 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/extendertest"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // staticCluster is the extender's view of a fixed cluster, computed as package cluster's cache

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // TestDecisionsKept: with KeepDecisions, a cycle leaves the filter's verdicts of exactly the

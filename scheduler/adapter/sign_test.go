@@ -10,7 +10,7 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // readerAgent reads the cluster as told for every node its functions judge: its filter

@@ -11,7 +11,7 @@ import (
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/kube-safe-scheduler/extender/framework"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 // firstConfig configures firstAgent, which has no settings.

@@ -8,7 +8,7 @@
 //
 // Two additions to scheduler_perf's figures:
 //   - nodes created from node-annotated.yaml (marked by its annotation) get, right after they are
-//     created, the usage statistics a node annotator writes (internal/fixtures.UsageStatistics,
+//     created, the usage statistics a node annotator writes (internal/testkit/fixtures.UsageStatistics,
 //     as bench-e2e's nodes: a fifth near the safe agent's thresholds, timestamped now) and a
 //     congestion factor;
 //   - each workload prints "perf-cpu <benchmark> ms/pod=... pods=... seconds=...": the test
@@ -42,7 +42,7 @@ import (
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/kube-safe-scheduler/extender/agents"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 )
 

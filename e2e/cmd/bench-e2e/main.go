@@ -54,7 +54,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
-	"github.com/kube-safe-scheduler/extender/internal/fixtures"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
 type mode struct {

@@ -62,7 +62,7 @@ func TestTable(t *testing.T) {
 // shipped reads a file of yamlfiles/: its scheduler configuration and its containers by name.
 func shipped(t *testing.T, name string) (KubeSchedulerConfiguration, map[string]map[string]any) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "yamlfiles", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "yamlfiles", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestShippedFilesMatchTable(t *testing.T) {
 	notGenerated := map[string]string{
 		"extender.safe.congestion.combined.yaml": "one extender calling priorities/combined, the weighted mean of several agents' scores in one sidecar",
 	}
-	shippedFiles, err := filepath.Glob(filepath.Join("..", "..", "yamlfiles", "extender.*.yaml"))
+	shippedFiles, err := filepath.Glob(filepath.Join("..", "..", "..", "yamlfiles", "extender.*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestShippedFilesMatchTable(t *testing.T) {
 		}
 	}
 	for file, o := range files {
-		if !slices.Contains(shippedFiles, filepath.Join("..", "..", "yamlfiles", file)) {
+		if !slices.Contains(shippedFiles, filepath.Join("..", "..", "..", "yamlfiles", file)) {
 			t.Errorf("yamlfiles/%s is missing", file)
 			continue
 		}
