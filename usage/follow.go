@@ -5,23 +5,21 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kube-safe-scheduler/extender/internal/leaderstore"
 )
 
 // ConfigMapInformer returns an informer over the learner's ConfigMaps in namespace (those
 // labelled app.kubernetes.io/managed-by=ManagedBy), for a reader's Follow. Run it, or start
 // the returned factory, before reading.
 func ConfigMapInformer(client kubernetes.Interface, namespace string) (cache.SharedIndexInformer, informers.SharedInformerFactory) {
-	f := informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app.kubernetes.io/managed-by=" + ManagedBy }))
-	return f.Core().V1().ConfigMaps().Informer(), f
+	return leaderstore.Informer(client, namespace, ManagedBy)
 }
 
 // Follow keeps l, read-only, filled with what the writer stores: each shard of object (the
@@ -35,9 +33,8 @@ func ConfigMapInformer(client kubernetes.Interface, namespace string) (cache.Sha
 func Follow(l *Learner, inf cache.SharedIndexInformer, object string, log *logrus.Entry) error {
 	var mu sync.Mutex
 	warned := map[float64]bool{}
-	read := func(obj any) {
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || !strings.HasPrefix(cm.Name, object+"-") || cm.Labels[ShardLabel] == "" {
+	err := leaderstore.Follow(inf, func(cm *corev1.ConfigMap) {
+		if !strings.HasPrefix(cm.Name, object+"-") || cm.Labels[ShardLabel] == "" {
 			return
 		}
 		for _, p := range writerPercentiles(cm.Data) {
@@ -55,10 +52,6 @@ func Follow(l *Learner, inf cache.SharedIndexInformer, object string, log *logru
 		if _, err := l.Merge(cm.Data, true); err != nil {
 			log.WithError(err).WithField("configmap", cm.Namespace+"/"+cm.Name).Warn("usage store: some workloads not read")
 		}
-	}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    read,
-		UpdateFunc: func(_, obj any) { read(obj) },
 	})
 	if err != nil {
 		return fmt.Errorf("following the usage store: %w", err)
