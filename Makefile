@@ -92,7 +92,7 @@ yamlfiles:
 
 ## run: the product on its embedded default: a local control plane, sample nodes and pods, every agent
 run:
-	cd e2e && $(GO) run ./cmd/demo
+	cd e2e && $(GO) run ./demo
 
 ## bench: Go benchmarks of every agent function through the HTTP handler, then the load run
 bench:
@@ -127,7 +127,7 @@ bench-memory:
 EVAL_ARGS ?= -nodes 200 -minutes 60 -warmup 15 -speed 10 -seeds 1,2,3
 eval: prometheus
 	cd e2e && $(GO) run ./harness/cmd/prepare
-	cd e2e && $(GO) run ./cmd/eval $(EVAL_ARGS)
+	cd e2e && $(GO) run ./lab $(EVAL_ARGS)
 
 ## chaos: each mode's shipped configuration (extender sidecars; two kube-safe-scheduler replicas)
 ## on CHAOS_NODES nodes with CHAOS_PODS pods of workloads, faults injected while they schedule

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestDemo runs make run's program (e2e/cmd/demo) with -exit: it must print its placement
+// TestDemo runs make run's program (e2e/demo) with -exit: it must print its placement
 // table, with the outcomes its nodes are built for (node-4's measured usage fails safe-overload,
 // node-6 lacks the template label, the GPU job finds no acceptable node, node-4's node_cpu fails
 // the telemetry policy and gets its deschedule label), then the same workload through
@@ -16,9 +16,9 @@ func TestDemo(t *testing.T) {
 	t.Parallel()
 	requireAgents(t, "safe", "congestion", "pigeon", "template", "telemetry")
 	bin := filepath.Join(t.TempDir(), "demo")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/demo")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./demo")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/demo: %v\n%s", err, out)
+		t.Fatalf("go build ./demo: %v\n%s", err, out)
 	}
 	cmd := exec.CommandContext(t.Context(), bin, "-exit")
 	var stderr strings.Builder

@@ -221,7 +221,7 @@ type docEnv struct {
 	forwards map[int]int
 	// undo are the commands that delete what the current block created, newest last.
 	undo [][]string
-	// built are the measurement programs, by name.
+	// built are the measurement programs, by package path.
 	built map[string]string
 }
 
@@ -238,7 +238,7 @@ var docRules = []docRule{
 	{"check", regexp.MustCompile(`^make( .*)?$`),
 		"make's targets run the whole test suite, the demo, Docker or hours (eval, chaos, bench): make -n checks that each target exists and its recipe expands",
 		(*docEnv).makeDryRun},
-	{"check", regexp.MustCompile(`^(cd e2e && )?(\w+=\S+ && )?(nice -n \d+ )?go run \./cmd/(bench-e2e|bench-memory|eval)( .*)?$`),
+	{"check", regexp.MustCompile(`^(cd e2e && )?(\w+=\S+ && )?(nice -n \d+ )?go run (\./(?:cmd/bench-e2e|cmd/bench-memory|lab))( .*)?$`),
 		"a measurement of minutes to hours (the records of docs/performance.md and docs/quality.md): the program is built and run with the doc's flags and -h, which fails on a flag it does not have",
 		(*docEnv).measurementFlags},
 	{"check", regexp.MustCompile(`^extender (\S+) .*\[`),
@@ -276,7 +276,7 @@ var docExceptions = map[string]string{
 	"go build -tags foo -o /tmp/extender-foo . && /tmp/extender-foo --help":                                               "the adding-an-agent tutorial (above); TestHelp (make test) checks the extender's --help",
 	"go vet -tags all . && go test -tags all . && go test ./agents/ ./charts/ ./internal/deploygen/schedconfig/":          "part of make test (lint and unit), which runs it",
 	"cd e2e && go test -count=1 -run 'TestDockerfiles|TestYAMLFilesRenderedFromChart|TestExtenderFilesShape|TestChart' .": "part of make test (e2e), which runs it",
-	"go test -count=1 -run TestLabSmoke ./cmd/eval/":                                                                      "part of make test (e2e ./...), which runs it",
+	"go test -count=1 -run TestLabSmoke ./lab/":                                                                           "part of make test (e2e ./...), which runs it",
 	"cd scheduler && go test -c -o floor.test ./adapter":                                                                  "compiles the plugin scheduler's benchmarks (minutes) for a measurement; make test's unit target builds and runs ./adapter's tests",
 	"/usr/bin/python3 agents/safe/testdata/gen_risk_table.py > agents/safe/testdata/risk_reference.csv":                   "regenerates a committed reference table with SciPy (not installed here); TestRiskAgainstReference (make test) holds the agent to the committed file",
 }
@@ -324,17 +324,17 @@ func (e *docEnv) makeDryRun(c docCommand, _ []string) error {
 var placeholderRE = regexp.MustCompile(`<[^<>]*>`)
 
 func (e *docEnv) measurementFlags(c docCommand, m []string) error {
-	name := m[4]
-	bin, ok := e.built[name]
+	pkg := m[4] // ./cmd/bench-e2e, ./lab, ...
+	bin, ok := e.built[pkg]
 	if !ok {
-		bin = filepath.Join(e.scratch, ".bin", name)
-		if out, err := e.sh(filepath.Join(e.root, "e2e"), "go build -o "+bin+" ./cmd/"+name); err != nil {
-			return fmt.Errorf("building ./cmd/%s: %v\n%s", name, err, out)
+		bin = filepath.Join(e.scratch, ".bin", filepath.Base(pkg))
+		if out, err := e.sh(filepath.Join(e.root, "e2e"), "go build -o "+bin+" "+pkg); err != nil {
+			return fmt.Errorf("building %s: %v\n%s", pkg, err, out)
 		}
-		e.built[name] = bin
+		e.built[pkg] = bin
 	}
 	text := strings.TrimPrefix(c.Text, "cd e2e && ")
-	text = strings.Replace(text, "go run ./cmd/"+name, bin, 1)
+	text = strings.Replace(text, "go run "+pkg, bin, 1)
 	text = placeholderRE.ReplaceAllString(text, "x") + " -h"
 	out, err := e.sh(filepath.Join(e.root, "e2e"), text)
 	if err != nil {

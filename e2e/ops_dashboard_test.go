@@ -1,7 +1,7 @@
 package e2e
 
 // The operators' kit against the real thing: Debian's Prometheus scrapes a real extender (every
-// agent as a sidecar, as e2e/cmd/demo/demo.yaml runs them) and the plugin scheduler, both
+// agent as a sidecar, as e2e/demo/demo.yaml runs them) and the plugin scheduler, both
 // placing pods through a real kube-scheduler, and every query of the shipped Grafana dashboard
 // (charts/kube-safe-scheduler/files/dashboard.json) must return data.
 
@@ -123,7 +123,7 @@ func TestDashboardPanelsHaveDataAndExplain(t *testing.T) {
 	}
 	c.CreateNodes(t, nodes...)
 
-	d, err := harness.LoadDeploymentFile(filepath.Join(root, "e2e", "cmd", "demo", "demo.yaml"))
+	d, err := harness.LoadDeploymentFile(filepath.Join(root, "e2e", "demo", "demo.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%w (the service account needs get and update on the ConfigMaps %s.. and the Lease %s in %s, and create on them unless they exist: the chart creates them)",
-			err, ShardName(r.Store.cfg.Object, 0), r.Store.cfg.Object, r.Store.cfg.Namespace)
+			err, ShardName(r.Store.cfg.Object, 0), r.Store.cfg.Object, r.Store.Namespace())
 	}
 	r.Log.WithFields(logrus.Fields{"workloads": r.Learner.Len(), "source": r.Source.Name(),
-		"configmaps": r.Store.cfg.Namespace + "/" + ShardName(r.Store.cfg.Object, 0) + "..",
+		"configmaps": r.Store.Namespace() + "/" + ShardName(r.Store.cfg.Object, 0) + "..",
 		"shards":     r.Store.cfg.Shards}).Info("usage learner loaded its store")
 	go r.Store.Run(ctx)
 	go r.loop(ctx)
@@ -109,7 +109,7 @@ func (r *Runner) Round(ctx context.Context, now time.Time) {
 		if observed > 0 {
 			m.coverage.Set(float64(estimated) / float64(observed))
 		}
-		m.dropped.Set(float64(r.Store.dropped.Load()))
+		m.dropped.Set(float64(r.Store.dropped()))
 	}
 	if r.Log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		r.Log.WithFields(logrus.Fields{"samples": len(samples), "observed": observed, "estimated": estimated,

@@ -80,8 +80,7 @@ func TestRound(t *testing.T) {
 	if v, _ := metric(t, reg, "usage_learner_rounds_total", "result", "skipped"); l.Len() != 0 || v != 1 {
 		t.Fatalf("a follower learnt: %d workloads", l.Len())
 	}
-	r.Store.elected.Store(true)
-	r.Store.leader.Store(true)
+	r.Store.Elected(t.Context())
 
 	// Three rounds of new samples, one repeated (the source's sample did not move), and a pod
 	// the cluster does not know.

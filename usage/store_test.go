@@ -40,7 +40,9 @@ func TestStoreRestart(t *testing.T) {
 		l.Observe(web, 2, 3<<30, t0.Add(time.Hour+time.Duration(i)*time.Minute)) // after fill; 2x cpu; 3 Gi, the peak
 	}
 	s := testStore(client, l, 4)
-	s.takeover.Store(true)
+	if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
+		t.Fatal(err)
+	}
 	if err := s.Flush(ctx, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,9 @@ func TestFollowWarnsOfAnotherPercentile(t *testing.T) {
 			w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
 		}
 		s := testStore(client, w, 2)
-		s.takeover.Store(true)
+		if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
+			t.Fatal(err)
+		}
 		if err := s.Flush(ctx, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +228,9 @@ func TestFollow(t *testing.T) {
 		w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
 	}
 	s := testStore(client, w, 2)
-	s.takeover.Store(true)
+	if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
+		t.Fatal(err)
+	}
 	if err := s.Flush(ctx, t0); err != nil {
 		t.Fatal(err)
 	}

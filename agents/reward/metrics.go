@@ -31,7 +31,7 @@ func (a *Agent) registerMetrics(reg prometheus.Registerer) error {
 	}
 	writer := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "reward_table_writer",
 		Help: "1 when this replica holds the Lease and writes the table, else 0."}, func() float64 {
-		if s.elected.Load() && s.leader.Load() {
+		if s.Leading() {
 			return 1
 		}
 		return 0

@@ -57,12 +57,13 @@ func TestStoreMetrics(t *testing.T) {
 	if got["reward_table_sync_errors_total"] != 1 || got["reward_table_last_sync_timestamp_seconds"] != float64(synced.Unix()) {
 		t.Errorf("after a failed tick: %v, want 1 error and the last sync still %v", got, synced.Unix())
 	}
-	a.store.elected.Store(true)
-	if gathered(t, reg)["reward_table_writer"] != 0 {
-		t.Error("writer before merging the stored table")
-	}
-	a.store.leader.Store(true)
+	// Elected and merged (internal/leaderstore's tests cover an election before the merge).
+	a.store.Elected(t.Context())
 	if gathered(t, reg)["reward_table_writer"] != 1 {
 		t.Error("not the writer once elected and merged")
+	}
+	a.store.Deposed()
+	if gathered(t, reg)["reward_table_writer"] != 0 {
+		t.Error("still the writer once deposed")
 	}
 }

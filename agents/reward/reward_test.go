@@ -334,16 +334,18 @@ func TestPersistence(t *testing.T) {
 	a.table.observe("spark", "n1", 0, c.now())
 	c.advance(time.Minute)
 	a.table.observe("web", "n2", 0.5, c.now())
-	a.store.takeover.Store(true)
-	if err := a.store.flush(context.Background(), c.now()); err != nil {
+	if err := a.store.TakeOver(context.Background()); err != nil { // the leader: it writes at once
+		t.Fatal(err)
+	}
+	if err := a.store.Flush(context.Background(), c.now()); err != nil {
 		t.Fatal(err)
 	}
 	cm, err := client.CoreV1().ConfigMaps("ns").Get(context.Background(), "reward-table", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Annotations[writerAnnotation] != a.store.identity {
-		t.Errorf("writer %q, want %q", cm.Annotations[writerAnnotation], a.store.identity)
+	if cm.Annotations[writerAnnotation] != a.store.Identity() {
+		t.Errorf("writer %q, want %q", cm.Annotations[writerAnnotation], a.store.Identity())
 	}
 	b, _, _ := newAgent(t, env, client)
 	for _, k := range []key{{"spark", "n1"}, {"web", "n2"}, {"", "n1"}, {"", "n2"}} {
@@ -363,7 +365,7 @@ func TestPersistence(t *testing.T) {
 	}
 	// Nothing new: no write.
 	rv := cm.ResourceVersion
-	if err := a.store.flush(context.Background(), c.now()); err != nil {
+	if err := a.store.Flush(context.Background(), c.now()); err != nil {
 		t.Fatal(err)
 	}
 	cm, _ = client.CoreV1().ConfigMaps("ns").Get(context.Background(), "reward-table", metav1.GetOptions{})
@@ -380,8 +382,10 @@ func TestRestartDoesNotRecount(t *testing.T) {
 	ready := pod("a", "web", "n1", running(true, t0), restarted(2, time.Second, t0))
 	fc.fn(nil, ready)
 	c.advance(time.Second)
-	a.store.takeover.Store(true)
-	if err := a.store.flush(context.Background(), c.now()); err != nil {
+	if err := a.store.TakeOver(context.Background()); err != nil { // the leader: it writes at once
+		t.Fatal(err)
+	}
+	if err := a.store.Flush(context.Background(), c.now()); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := a.table.get("web", "n1")
@@ -450,15 +454,15 @@ func TestTakeOverMergesFirst(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	a.store.elected.Store(true)
-	if err := a.store.takeOver(context.Background()); err == nil || a.store.leader.Load() {
-		t.Fatalf("took over without reading the table: err %v, leader %v", err, a.store.leader.Load())
+	a.store.Elected(context.Background())
+	if a.store.Leading() {
+		t.Fatal("took over without reading the table")
 	}
 	broken = false
-	if err := a.store.takeOver(context.Background()); err != nil || !a.store.leader.Load() {
-		t.Fatalf("err %v, leader %v", err, a.store.leader.Load())
+	if err := a.store.Sync(context.Background(), c.now()); err != nil || !a.store.Leading() { // the next tick takes over
+		t.Fatalf("err %v, leading %v", err, a.store.Leading())
 	}
-	if err := a.store.flush(context.Background(), c.now()); err != nil {
+	if err := a.store.Flush(context.Background(), c.now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.CoreV1().ConfigMaps("ns").Get(context.Background(), "reward-table", metav1.GetOptions{}); err != nil {

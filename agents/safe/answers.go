@@ -40,6 +40,7 @@ type nodeEntry struct {
 // judgeOne and scoreOne) and remembered.
 type prepared struct {
 	generation int64  // of the node's pods (0 without NodePods)
+	departures uint64 // the node's departures' sequence (model.go)
 	version    uint64 // the estimator's
 	base       nodeBase
 	// classes are the answers by class of demand, replaced in turn past classSlots.
@@ -138,13 +139,14 @@ func (a *Agent) prepare(n *corev1.Node, e *nodeEntry, c *call, want bool) *prepa
 	if a.pods != nil {
 		generation = a.pods.PodsGeneration(n.Name) // before the pods: never newer than what is read
 	}
-	if p := e.prepared.Load(); p != nil && p.generation == generation && p.version == c.version {
+	seq := a.departed.seqOf(n.Name)
+	if p := e.prepared.Load(); p != nil && p.generation == generation && p.departures == seq && p.version == c.version {
 		return p
 	}
 	// The load placed since the statistics as placeSince prepares it for any call (a call
 	// that skipped it, the filter off, must not prepare a node without it).
 	pc := call{version: c.version, indexed: a.pods != nil && a.cluster != nil && a.share > 0}
-	p := &prepared{generation: generation, version: c.version, base: a.base(n, &e.in, &e.in.cpu, &e.in.memory, a.placed(n, &e.in, &pc))}
+	p := &prepared{generation: generation, departures: seq, version: c.version, base: a.base(n, &e.in, &e.in.cpu, &e.in.memory, a.placed(n, &e.in, &pc))}
 	e.prepared.Store(p) // racing calls prepare the same, or a newer generation that the next call replaces
 	return p
 }

@@ -234,6 +234,13 @@ func (a *Agent) appendReason(b []byte, m *measure) []byte {
 	b = strconv.AppendFloat(append(b, ", sigma "...), m.sigma, 'f', 2, 64)
 	b = strconv.AppendFloat(append(b, ", threshold "...), a.t, 'f', 2, 64)
 	switch {
+	case m.placedModel && (m.placedPods > 0 || m.placedGone > 0):
+		b = append(b, ", node model: "...)
+		b = strconv.AppendInt(b, int64(m.placedPods), 10)
+		b = append(b, " pods beyond the statistics, "...)
+		b = strconv.AppendInt(b, int64(m.placedGone), 10)
+		b = append(b, " gone, add "...)
+		b = appendAmount(b, m.res, m.placed)
 	case m.placedGrown && m.placed > 0:
 		b = append(b, ", requests grown since the statistics add "...)
 		b = appendAmount(b, m.res, m.placed)

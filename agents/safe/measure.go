@@ -67,6 +67,9 @@ type measure struct {
 	placedPods int
 	// placedGrown: placed is the growth of the node's requests since the statistics.
 	placedGrown bool
+	// placedModel: placed is the node model's (model.go), placedGone the pods gone it takes off.
+	placedModel bool
+	placedGone  int
 	// mu and sigma are valid when state is measured or requested.
 	mu, sigma float64
 	// risk, once riskKnown, is Risk(mu, sigma, T).
@@ -203,6 +206,7 @@ func measureFrom(in *resourceInputs, r *resourceKind, d float64, l load) measure
 	}
 	m.free, m.std, m.capacity, m.forecast = in.free, in.std, in.capacity, in.forecast
 	m.placed, m.placedPods, m.placedGrown = l.cpu, l.pods, l.grown
+	m.placedModel, m.placedGone = l.model, l.departed
 	if r.kind == corev1.ResourceMemory {
 		m.placed = l.memory
 	}

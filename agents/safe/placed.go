@@ -24,6 +24,10 @@ type load struct {
 	// grown: the load is the growth of the node's requests since its statistics
 	// (statistics-requested-*), not a sum over the pods placed since.
 	grown bool
+	// model: the load is the node model's (model.go): pods counts the pods it adds, departed
+	// the pods gone that it takes off.
+	model    bool
+	departed int
 }
 
 // placed returns the load placed on n since its statistics (in: n's inputs) for call c: with
@@ -35,6 +39,9 @@ type load struct {
 // add what their estimates exceed their requests by (or take off what they fall short), so
 // that each arrival counts at its estimate and each departure at its request (at least 0).
 func (a *Agent) placed(n *corev1.Node, in *nodeInputs, c *call) load {
+	if a.departed != nil && a.pods != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
+		return a.modelOn(n.Name, in.stamp.at, c.version)
+	}
 	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
 		alloc := a.cluster.Allocated(n.Name)
 		cpu := a.share * (float64(alloc[corev1.ResourceCPU]) - in.stampRequested.cpu)
@@ -154,6 +161,7 @@ type placedMemo struct {
 
 type placedEntry struct {
 	generation int64
+	departures uint64 // the node's departures' sequence (model.go)
 	version    uint64 // the estimator's
 	at         time.Time
 	l          load
@@ -177,12 +185,17 @@ func (a *Agent) placedOn(node string, at time.Time, version uint64) load {
 		sum.add(a.estimator, p, at)
 	}
 	e := &placedEntry{generation: generation, version: version, at: at, l: sum.load(a.share)}
+	a.storePlaced(node, e)
+	return e.l
+}
+
+// storePlaced remembers e for node.
+func (a *Agent) storePlaced(node string, e *placedEntry) {
 	if a.placedMemo.stores.Add(1) > maxPlacedNodes {
 		a.placedMemo.m.Clear()
 		a.placedMemo.stores.Store(0)
 	}
 	a.placedMemo.m.Store(node, e)
-	return e.l
 }
 
 // placedAt returns when pod was bound to its node: its PodScheduled condition's

@@ -58,6 +58,10 @@ type Agent struct {
 	// placedMemo the load placed since each node's statistics, by its pods' generation.
 	pods       framework.NodePods
 	placedMemo placedMemo
+	// departed keeps the pods gone from each node, for the node model (model.go): nil
+	// without pod events (or with Placed arrivals), when the agent counts the placed load as
+	// before the model.
+	departed *departures
 	// share is PlacedShare as a fraction.
 	share float64
 	// growth: the placed load is the growth of the requests when the node says them (PlacedGrowth).
@@ -144,6 +148,16 @@ func NewWithEstimator(cfg Config, h framework.Handle, est Estimator) (*Agent, er
 
 		estimator: est,
 		byRequest: byRequest,
+	}
+	if h.PodEvents != nil && h.NodePods != nil && a.growth && a.share > 0 {
+		keep := 2*time.Hour + statsWindow
+		if a.maxAge > 0 {
+			keep = a.maxAge + statsWindow
+		}
+		a.departed = newDepartures(keep, func() time.Time { return a.now() })
+		if _, err := h.PodEvents.AddEventHandler(a.departed.handler()); err != nil {
+			return nil, fmt.Errorf("safe agent: pod events: %w", err)
+		}
 	}
 	if h.Metrics != nil {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -376,7 +376,7 @@ var (
 )
 
 // BuildLabScheduler builds the quality lab's scheduler, kube-scheduler with the lab's Trimaran
-// plugins (e2e/cmd/lab-scheduler), stamped with the Kubernetes release e2e/go.mod pins, into
+// plugins (e2e/lab/scheduler), stamped with the Kubernetes release e2e/go.mod pins, into
 // .cache/scheduler/lab-scheduler and returns its path. Within one process it is built once.
 // t.Fatalf reports a failed build.
 func BuildLabScheduler(t T) string {
@@ -401,7 +401,7 @@ func BuildLabScheduler(t T) string {
 	}
 	bin := filepath.Join(dir, "lab-scheduler")
 	fmt.Fprintf(os.Stderr, "harness: building lab-scheduler in %s\n", src)
-	if err := goBuild(t.Context(), src, "lab-scheduler", bin, ldflags("k8s.io/kubernetes", version), "./cmd/lab-scheduler", os.Stderr); err != nil {
+	if err := goBuild(t.Context(), src, "lab-scheduler", bin, ldflags("k8s.io/kubernetes", version), "./lab/scheduler", os.Stderr); err != nil {
 		t.Fatalf("%v", err)
 	}
 	labSchedulerBin = bin

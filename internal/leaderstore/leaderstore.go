@@ -1,7 +1,9 @@
-// Package leaderstore is the mechanism shared by the components that keep learnt state in
-// ConfigMaps written behind by one elected replica (the reward agent's table, the usage
-// learner's workloads): the writer's identity, the namespace default, the leader election on a
-// Lease, and a ConfigMap write with optimistic concurrency.
+// Package leaderstore keeps learnt state in ConfigMaps written behind by one elected replica
+// (the reward agent's table, the usage learner's workloads). Store owns the whole loop: the
+// leader election on its Lease, the load, the periodic flush of every ConfigMap (one, or
+// shards), a follower's periodic read, the writer's identity and the namespace default; the
+// state's owner gives only its encoding and merge (State). Write is the ConfigMap write with
+// optimistic concurrency; Every is the ticker loop.
 package leaderstore
 
 import (

@@ -17,7 +17,9 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-safe-scheduler/extender/agents/congestion"
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 const schedulerName = "my-scheduler"
@@ -50,11 +52,11 @@ var demoNodes = []demoNode{
 func createNodes(s *harness.Session, c *harness.Cluster) {
 	for _, n := range demoNodes {
 		ann := map[string]string{
-			"mean-free-cpu":     strconv.FormatInt(n.meanFreeCPU, 10),
-			"std-free-cpu":      strconv.FormatInt(n.stdFreeCPU, 10),
-			"mean-free-memory":  strconv.FormatInt(n.meanFreeMem*quarterGi, 10),
-			"std-free-memory":   strconv.FormatInt(n.stdFreeMem*quarterGi, 10),
-			"congestion-factor": n.congestion,
+			nodestats.MeanFreeCPU:    nodestats.FormatInt(n.meanFreeCPU),
+			nodestats.StdFreeCPU:     nodestats.FormatInt(n.stdFreeCPU),
+			nodestats.MeanFreeMemory: nodestats.FormatInt(n.meanFreeMem * quarterGi),
+			nodestats.StdFreeMemory:  nodestats.FormatInt(n.stdFreeMem * quarterGi),
+			congestion.Annotation:    n.congestion,
 		}
 		labels := map[string]string{}
 		if n.templateScore != "" {

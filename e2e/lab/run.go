@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // RunConfig is what every run of a lab invocation shares.
@@ -719,9 +720,9 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	res.GroupsComplete, res.GroupsPartial, res.Groups = tr.groups()
 	if list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		for _, n := range list.Items {
-			if v, ok := n.Annotations["mean-free-cpu"]; ok {
+			if _, ok := n.Annotations[nodestats.MeanFreeCPU]; ok {
 				res.StatsNodes++
-				if free, err := strconv.ParseFloat(v, 64); err == nil && free < 0.95*float64(rc.Cluster.CPU) {
+				if free, ok := nodestats.Lookup(n.Annotations, nodestats.MeanFreeCPU); ok && free < 0.95*float64(rc.Cluster.CPU) {
 					res.BusyStatsNodes++
 				}
 			}

@@ -8,7 +8,7 @@
 // side by side. Then it keeps the cluster up for kubectl until Ctrl-C, and stops every process
 // it started.
 //
-// Usage: make run, or (in e2e/) go run ./cmd/demo [-exit]. With -exit (or DEMO_EXIT=1) it stops
+// Usage: make run, or (in e2e/) go run ./demo [-exit]. With -exit (or DEMO_EXIT=1) it stops
 // after the table, for scripts and CI.
 package main
 
@@ -58,7 +58,7 @@ func main() {
 	step("telemetry: the TASPolicy CRD, a policy and a custom metrics API server (node_cpu per node)")
 	setupTelemetry(s, c, root)
 
-	step("starting the agents (sidecars) and kube-scheduler as the Deployment of e2e/cmd/demo/demo.yaml runs them")
+	step("starting the agents (sidecars) and kube-scheduler as the Deployment of e2e/demo/demo.yaml runs them")
 	d, err := harness.LoadDeployment("demo.yaml", demoYAML)
 	if err != nil {
 		s.Fatalf("%v", err)

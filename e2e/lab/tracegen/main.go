@@ -2,7 +2,7 @@
 // public trace files, which are not committed (e2e/testdata/traces/NOTICE says where they are
 // and what is done to them):
 //
-//	go run ./cmd/eval/tracegen -google-usage task_usage.csv -google-events task_events-00000.csv.gz \
+//	go run ./lab/tracegen -google-usage task_usage.csv -google-events task_events-00000.csv.gz \
 //	    -planetlab planetlab/20110303 -out testdata/traces
 //
 // It writes google2011-tasks.csv (one row per task of the Google cluster trace 2011 that has a

@@ -1,6 +1,6 @@
 // Command lab-scheduler is kube-scheduler v1.37 with the quality lab's restatement of
 // scheduler-plugins' Trimaran Score plugins, TargetLoadPacking and LoadVariationRiskBalancing
-// (package e2e/cmd/eval/trimaran), registered under their scheduler-plugins names. It exists
+// (package e2e/lab/trimaran), registered under their scheduler-plugins names. It exists
 // for the lab only (make eval), which builds it with harness.BuildLabScheduler and gives it the
 // statistics' settings through TRIMARAN_* variables (trimaran.SettingsFromEnv). Every flag is
 // kube-scheduler's.
@@ -15,7 +15,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/kube-safe-scheduler/extender/e2e/cmd/eval/trimaran"
+	"github.com/kube-safe-scheduler/extender/e2e/lab/trimaran"
 )
 
 func main() {

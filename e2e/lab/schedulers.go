@@ -36,7 +36,7 @@ type Scheduler struct {
 	// Learner runs the node annotator's usage learner (learnerEnv) and safe with
 	// SAFE_ESTIMATE=learned: pods are estimated at their workload's learned usage.
 	Learner bool
-	// Trimaran runs Config with the lab's scheduler (e2e/cmd/lab-scheduler: kube-scheduler with
+	// Trimaran runs Config with the lab's scheduler (e2e/lab/scheduler: kube-scheduler with
 	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
 	Trimaran bool
 	// Descheduler runs the real descheduler (sigs.k8s.io/descheduler) beside the scheduler with

@@ -150,7 +150,7 @@ func merge(files []string, dir string) error {
 		}
 		names = append(names, name)
 	}
-	header := fmt.Sprintf("Command: `go run ./cmd/eval -merge %s`\n\nMerged from %s (a later file's row replaces an "+
+	header := fmt.Sprintf("Command: `go run ./lab -merge %s`\n\nMerged from %s (a later file's row replaces an "+
 		"earlier one of the same workload, scheduler and seed); the runs' settings are in each file's results.md.\n\n",
 		strings.Join(files, ","), strings.Join(names, ", "))
 	return writeReport(dir, header, results)

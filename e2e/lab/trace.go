@@ -13,7 +13,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
-// Trace fixtures (e2e/testdata/traces, derived by ./cmd/eval/tracegen; NOTICE there names the
+// Trace fixtures (e2e/testdata/traces, derived by ./lab/tracegen; NOTICE there names the
 // sources, their licences and the transformation).
 const (
 	googleFixture    = "google2011-tasks.csv"

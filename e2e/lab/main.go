@@ -10,7 +10,7 @@
 // a Job) and use what public cluster traces say (-usage trace, the default: fixtures in
 // e2e/testdata/traces) or what the lab's own model draws (-usage synthetic).
 //
-//	go run ./cmd/eval -nodes 200 -minutes 240 -seeds 1,2,3 [-schedulers defaults,safe] [-workloads steady,burst] [-usage trace|synthetic] [-out dir]
+//	go run ./lab -nodes 200 -minutes 240 -seeds 1,2,3 [-schedulers defaults,safe] [-workloads steady,burst] [-usage trace|synthetic] [-out dir]
 package main
 
 import (
@@ -199,7 +199,7 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fail("%v", err)
 	}
-	command := "go run ./cmd/eval " + strings.Join(os.Args[1:], " ")
+	command := "go run ./lab " + strings.Join(os.Args[1:], " ")
 
 	var results []Result
 	total, n := 0, 0

@@ -1,0 +1,118 @@
+package safe
+
+import (
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The node model: a node is the sum of its pods. Its projected usage is, for each resource,
+//
+//	projected = Σ_{pods on it now} estimate + residual
+//	residual  = measured − Σ_{pods there while it was measured} estimate × presence
+//
+// where measured is the annotator's statistics (the mean over its window, statsWindow, ending
+// at the statistics-timestamp), estimate is each pod's estimate (estimate.go: its workload's
+// learned usage, or its request) and presence the share of the window the pod was on the node
+// (from its PodScheduled time to its departure, departures.go). The residual is what the
+// statistics measure and the pods do not explain: daemons, pods of no workload, model error.
+// Written as what the agent adds to the measured usage:
+//
+//	projected − measured = Σ_{pods now} estimate × (1 − presence) − Σ_{pods gone} estimate × presence
+//
+// so a pod placed after the statistics counts whole, a pod there for the whole window counts
+// nothing (the statistics hold it), a pod placed within the window counts for what the
+// window missed of it, and a pod gone leaves at its estimate for what the window held of it.
+// The statistics stay the truth for what they measure: every refresh sets the residual anew,
+// so a wrong estimate is corrected within one window after its pods settle.
+
+// statsWindow is the span the node annotator's statistics cover (its STATS_WINDOW default):
+// the presence of a pod is measured against it.
+const statsWindow = 15 * time.Minute
+
+// presence returns the share of the window [at − statsWindow, at] within [from, to] (to zero:
+// still there); from zero (placed at an unknown time: assumed, or just bound) means placed now.
+func presence(from, to, at time.Time) float64 {
+	if from.IsZero() {
+		return 0
+	}
+	start := at.Add(-statsWindow)
+	if from.Before(start) {
+		from = start
+	}
+	end := at
+	if !to.IsZero() && to.Before(end) {
+		end = to
+	}
+	if !end.After(from) {
+		return 0
+	}
+	return float64(end.Sub(from)) / float64(statsWindow)
+}
+
+// modelSum sums a node's model terms, each rounded to a millicore and a byte, in integers (the
+// sum does not depend on the pods' order).
+type modelSum struct {
+	cpu, memory    int64
+	pods, departed int
+}
+
+// addPresent counts a pod on the node now at est's estimate times 1 − its presence in the
+// statistics of at.
+func (s *modelSum) addPresent(est Estimator, p *corev1.Pod, at time.Time) {
+	if isTerminated(p) {
+		return
+	}
+	placed, _ := placedAt(p)
+	w := 1 - presence(placed, time.Time{}, at)
+	if w <= 0 {
+		return
+	}
+	e := est.Estimate(p)
+	s.cpu += int64(math.Round(e.CPU * w))
+	s.memory += int64(math.Round(e.Memory * w))
+	s.pods++
+}
+
+// addDeparted takes off a pod gone from the node at est's estimate times its presence in the
+// statistics of at.
+func (s *modelSum) addDeparted(est Estimator, d *departure, at time.Time) {
+	w := presence(d.placed, d.left, at)
+	if w <= 0 {
+		return
+	}
+	e := est.Estimate(d.pod)
+	s.cpu -= int64(math.Round(e.CPU * w))
+	s.memory -= int64(math.Round(e.Memory * w))
+	s.departed++
+}
+
+// load is share of the sum (negative when more left than came).
+func (s *modelSum) load(share float64) load {
+	return load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods, departed: s.departed, model: true}
+}
+
+// modelOn returns the model's load of node for statistics at at: what its pods now and the
+// pods gone from it add to its measured usage.
+func (a *Agent) modelOn(node string, at time.Time, version uint64) load {
+	generation := a.pods.PodsGeneration(node)
+	seq := a.departed.seqOf(node)
+	if e, ok := a.placedMemo.m.Load(node); ok {
+		if e := e.(*placedEntry); e.generation == generation && e.departures == seq && e.version == version && e.at.Equal(at) {
+			return e.l
+		}
+	}
+	pods, generation := a.pods.PodsOn(node)
+	gone, seq := a.departed.on(node)
+	var sum modelSum
+	for _, p := range pods {
+		sum.addPresent(a.estimator, p, at)
+	}
+	for i := range gone {
+		sum.addDeparted(a.estimator, &gone[i], at)
+	}
+	e := &placedEntry{generation: generation, departures: seq, version: version, at: at, l: sum.load(a.share)}
+	a.storePlaced(node, e)
+	return e.l
+}
