@@ -6,8 +6,8 @@ import (
 )
 
 // minChunk is the fewest nodes worth a goroutine of their own: their work is two orders of
-// magnitude above the cost of starting and joining a goroutine (docs/performance.md, "Chunks of
-// the safe agent").
+// magnitude above the cost of starting and joining a goroutine (docs/results/performance-history.md,
+// "Chunks of the safe agent").
 const minChunk = 256
 
 // forChunks calls fn on consecutive ranges [lo, hi) covering [0, n): on up to GOMAXPROCS

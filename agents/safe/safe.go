@@ -11,8 +11,8 @@
 // Files, by concern: config.go (Config, its enums and defaults, Validate, Registration);
 // safe.go (the Agent, New, one call's state); measure.go (what a node is measured at: its
 // statistics read through package nodestats, their freshness, the requests of its pods);
-// estimate.go (what a pod is estimated at: the Estimator); placed.go (the load placed on a
-// node since its statistics); filter.go (the filter, its reasons); score.go (the priorities);
+// estimate.go (what a pod is estimated at: the Estimator); model.go, departures.go and
+// placed.go (the node model: the node's pods now and gone against its statistics); filter.go (the filter, its reasons); score.go (the priorities);
 // analysis.go (the pure maths: utilization, risk, scores); answers.go and memo.go (what is
 // remembered between calls); table.go, explain.go, requeue.go, chunks.go.
 package safe
