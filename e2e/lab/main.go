@@ -28,11 +28,11 @@ import (
 
 // defaultSchedulers is -schedulers' default: every scheduler defaultOnly names
 // (TestDefaultOnlyRunsByDefault), since -only narrows -schedulers and never adds to it.
-const defaultSchedulers = "defaults,most-allocated,balanced,safe,safe-learn,defaults+descheduler,safe+descheduler,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb"
+const defaultSchedulers = "defaults,oracle,workload-level,most-allocated,balanced,safe,safe-learn,defaults+descheduler,safe+descheduler,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb"
 
 // defaultOnly pairs each workload with the schedulers it is meant to compare.
-const defaultOnly = "steady=defaults,most-allocated,balanced,safe,safe-learn,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
-	"burst=defaults,most-allocated,safe,safe-learn,defaults+descheduler,safe+descheduler,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
+const defaultOnly = "steady=defaults,oracle,workload-level,most-allocated,balanced,safe,safe-learn,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
+	"burst=defaults,oracle,workload-level,most-allocated,safe,safe-learn,defaults+descheduler,safe+descheduler,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
 
 func main() {
 	nodes := flag.Int("nodes", 200, "nodes in the cluster (16 cpu, 64 GiB each)")

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
+	"github.com/kube-safe-scheduler/extender/e2e/lab/reference"
 	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
@@ -538,13 +539,20 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	schedName := labSchedulerName
 	var running *harness.RunningDeployment
 	var schedPort int // the scheduler's secure port, whose /metrics the run's end reads
+	var planFile string // the reference schedulers' plan (Scheduler.Plan), written when the clock starts
 	if s.Config != "" {
 		opts := harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config), Args: []string{metricsAllowed}}
-		if s.Trimaran {
+		if s.Trimaran || s.Plan {
 			opts.Binary = harness.BuildLabScheduler(t)
+		}
+		if s.Trimaran {
 			for k, v := range trimaranEnv(rc, prom) {
 				opts.Env = append(opts.Env, k+"="+v)
 			}
+		}
+		if s.Plan {
+			planFile = filepath.Join(t.TempDir(), "plan.json")
+			opts.Env = append(opts.Env, reference.PlanEnv+"="+planFile)
 		}
 		schedPort = c.StartScheduler(t, opts).Port
 	} else {
@@ -592,7 +600,19 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	}
 
 	// The replay: pods are created when the simulated clock reaches their arrival.
+	var plan *reference.Plan
+	if planFile != "" {
+		plan = planFor(rc, w, seed, time.Time{})
+	}
 	start := time.Now()
+	if plan != nil {
+		// Written after the clock starts (the first pods arrive over two minutes; until the
+		// file is there the plugins fail the cycle and the pod is retried).
+		plan.Start = start
+		if err := reference.WritePlan(planFile, plan); err != nil {
+			t.Fatalf("the reference scheduler's plan: %v", err)
+		}
+	}
 	tr.start.Store(&start)
 	// Neither creating nor deleting pods may hold up the clock's loop: both have buffers as
 	// large as the workload and workers of their own.

@@ -39,6 +39,10 @@ type Scheduler struct {
 	// Trimaran runs Config with the lab's scheduler (e2e/lab/scheduler: kube-scheduler with
 	// the lab's restatement of Trimaran's plugins), reading the lab's Prometheus (trimaranEnv).
 	Trimaran bool
+	// Plan runs Config with the lab's scheduler too, told the run's plan (planFor, through the
+	// file LAB_PLAN names): the reference schedulers, whose plugins (e2e/lab/reference) know
+	// what the plan says of the pods' usage.
+	Plan bool
 	// Descheduler runs the real descheduler (sigs.k8s.io/descheduler) beside the scheduler with
 	// the chart's policy for the metrics server (LowNodeUtilization on actual usage, thresholds
 	// from safe's), reading the lab's usage through a metrics.k8s.io server (startDescheduler);
@@ -107,6 +111,27 @@ var Schedulers = []Scheduler{
     args:
       safeVarianceMargin: 1
       safeVarianceSensitivity: 1
+`},
+	{Name: "oracle", About: "reference, not a product: clairvoyant greedy placement (knows every pod's usage over its life from the run's plan, pods already placed included); each pod where it adds the least overload volume above 90 %, then the lowest peak; fitting by requests as kube-scheduler does",
+		Plan: true, Config: configHead + `  plugins:
+    score:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: LabOracle
+        weight: 1
+    reserve:
+      enabled:
+      - name: LabOracle
+`},
+	{Name: "workload-level", About: "reference, not a product: knows each workload's true mean usage per pod (from the run's plan) and puts each pod where the highest of cpu and memory, counted at those means, stays lowest; fitting by requests",
+		Plan: true, Config: configHead + `  plugins:
+    score:
+      disabled:
+      - name: '*'
+      enabled:
+      - name: LabWorkloadLevel
+        weight: 1
 `},
 	{Name: "safe", About: "extender: yamlfiles/extender.safe.congestion.yaml as shipped", File: "extender.safe.congestion.yaml"},
 	{Name: "defaults+descheduler", About: "kube-scheduler v1.37 defaults, and the descheduler's LowNodeUtilization on actual usage with the chart's policy (over 90 % is over-used, under 60 % has room; one eviction per node per run, every 2 min)",
