@@ -5,9 +5,11 @@
 // unresolvable, while fewer than the minimum non-terminated pods of the pod's group exist in its
 // namespace, and passes every node once they do.
 //
-// group.go and count.go are the mode-independent logic (resolution of a pod's group, per-group
-// counts fed by pod events), meant to be reused by a scheduler plugin; this file is the extender
-// agent. See README.md for what an extender can and cannot promise.
+// The group logic (resolution of a pod's group, per-group counts fed by pod events, the quorum
+// and minResources checks, and the decisions plugin mode adds: Permit, PostFilter, backoff,
+// queue age, PodGroup status) is package core, framework-free and shared with plugin mode
+// (scheduler/gangplugin); this package is the extender's glue over it. See README.md for what an
+// extender can and cannot promise.
 package gang
 
 import (
@@ -23,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kube-safe-scheduler/extender/agents/gang/core"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings"
 )
@@ -32,6 +35,17 @@ const Name = "gang"
 
 // FilterGang is the filter's name: the route /scheduler/predicates/gang.
 const FilterGang = "gang"
+
+// The labels and the PodGroup resource the agent reads (the group logic's, agents/gang/core),
+// under the agent's name for the programs and tests that name them.
+const (
+	LabelPodGroup     = core.LabelPodGroup
+	LabelMinAvailable = core.LabelMinAvailable
+	LabelPodGroupName = core.LabelPodGroupName
+)
+
+// PodGroupResource is the PodGroup custom resource (core.PodGroupResource).
+var PodGroupResource = core.PodGroupResource
 
 // Config holds the agent's settings (see settings.Bind for the tags); the groups themselves
 // say everything else.
@@ -60,7 +74,7 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 type Agent struct {
 	cfg    Config
 	log    *logrus.Entry
-	counts *Counts
+	counts *core.Counts
 	// podsSynced reports that the counts hold every pod of the initial list.
 	podsSynced func() bool
 	groups     cache.SharedIndexInformer
@@ -94,7 +108,7 @@ func New(cfg Config, h framework.Handle) (*Agent, error) {
 		h.Log.Warn(ErrNoClusterAccess.Error() + "; pods of a group will fail the gang filter")
 		return &Agent{log: h.Log, unavailable: ErrNoClusterAccess}, nil
 	}
-	a := &Agent{cfg: cfg, log: h.Log, counts: NewCounts(), view: h.Cluster}
+	a := &Agent{cfg: cfg, log: h.Log, counts: core.NewCounts(), view: h.Cluster}
 	reg, err := h.PodEvents.AddEventHandler(a.counts.Handler())
 	if err != nil {
 		return nil, fmt.Errorf("adding the gang agent's pod handler: %w", err)
@@ -143,9 +157,9 @@ func (a *Agent) Prioritizers() []framework.Prioritizer { return nil }
 // the last member's binding is what brings the others back.
 func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	out := make([]framework.Verdict, len(nodes))
-	key, in := KeyOf(pod)
+	key, in := core.KeyOf(pod)
 	if !in {
-		if w := Overruled(pod); w != "" {
+		if w := core.Overruled(pod); w != "" {
 			a.log.WithField("pod", pod.Namespace+"/"+pod.Name).Warn(w)
 		}
 		return out, nil
@@ -159,19 +173,20 @@ func (a *Agent) filter(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Nod
 	if key.Label == LabelPodGroupName && !a.groups.HasSynced() {
 		return nil, fmt.Errorf("the PodGroup objects (%s) have not been read yet; is the PodGroup definition installed?", PodGroupResource.GroupResource())
 	}
-	req, in, err := Resolve(pod, a.lookup)
+	req, in, err := core.Resolve(pod, a.lookup)
 	reason := ""
 	switch {
 	case err != nil:
 		reason = err.Error()
 	case in:
-		reason = req.CheckGated(a.counts.CountWith(req.Key, pod), a.counts.Gated(req.Key))
-		if reason != "" && !a.counts.Seen(pod) && a.waitSeen(ctx, pod) {
-			reason = req.CheckGated(a.counts.CountWith(req.Key, pod), a.counts.Gated(req.Key))
+		if !a.counts.Seen(pod) && req.CheckCounts(a.counts, pod) != "" {
+			a.waitSeen(ctx, pod)
 		}
-		if reason == "" && len(req.MinResources) > 0 && a.view != nil {
-			reason = req.CheckMinResources(freeRoom(a.view, req.Key))
+		var room func() []corev1.ResourceList
+		if a.view != nil {
+			room = func() []corev1.ResourceList { return freeRoom(a.view, req.Key) }
 		}
+		reason = req.Admit(a.counts, pod, room)
 		if req.Warning != "" {
 			a.log.Warn(req.Warning)
 		}
@@ -202,6 +217,6 @@ func (a *Agent) waitSeen(ctx context.Context, pod *corev1.Pod) bool {
 }
 
 // lookup reads a PodGroup from the informer's cache.
-func (a *Agent) lookup(namespace, name string) (*PodGroup, error) {
-	return LookupIn(a.groups.GetStore(), namespace, name)
+func (a *Agent) lookup(namespace, name string) (*core.PodGroup, error) {
+	return core.LookupIn(a.groups.GetStore(), namespace, name)
 }

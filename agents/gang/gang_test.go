@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kube-safe-scheduler/extender/agents/gang/core"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
@@ -155,7 +156,7 @@ func TestFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for a.counts.Count(Key{LabelPodGroup, "ns", "g"}) != 3 {
+	for a.counts.Count(core.Key{Label: LabelPodGroup, Namespace: "ns", Name: "g"}) != 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("the new member was never counted")
 		}

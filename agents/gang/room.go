@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/kube-safe-scheduler/extender/agents/gang/core"
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
@@ -11,10 +12,10 @@ import (
 // node's allocatable less the requests of the non-terminated pods bound to it ("pods": one slot
 // each), the requests of group's own bound members given back (they are part of what
 // spec.minResources asks, as Coscheduling counts them).
-func freeRoom(view framework.Cluster, group Key) []corev1.ResourceList {
+func freeRoom(view framework.Cluster, group core.Key) []corev1.ResourceList {
 	own := map[string]framework.Amounts{}
 	for _, p := range groupPods(view, group) {
-		if k, ok := KeyOf(p); !ok || k != group || p.Spec.NodeName == "" {
+		if k, ok := core.KeyOf(p); !ok || k != group || p.Spec.NodeName == "" {
 			continue
 		}
 		a := own[p.Spec.NodeName]
@@ -46,10 +47,10 @@ func freeRoom(view framework.Cluster, group Key) []corev1.ResourceList {
 
 // groupPods returns the pods of view that may be group's: those labeled for it, when the view
 // can select them (framework.PodsWhere: the extender's cache), else every pod.
-func groupPods(view framework.Cluster, group Key) []*corev1.Pod {
+func groupPods(view framework.Cluster, group core.Key) []*corev1.Pod {
 	if w, ok := view.(framework.PodsWhere); ok {
 		return w.PodsWhere(func(namespace string, labels map[string]string) bool {
-			k, ok := labelsKey(namespace, labels)
+			k, ok := core.LabelsKey(namespace, labels)
 			return ok && k == group
 		})
 	}

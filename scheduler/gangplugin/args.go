@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-safe-scheduler/extender/agents/gang"
+	"github.com/kube-safe-scheduler/extender/agents/gang/core"
 )
 
 // maxTimeoutSeconds is kube-scheduler's longest Permit wait (15 minutes).
-const maxTimeoutSeconds = 900
+const maxTimeoutSeconds = int64(core.MaxScheduleTimeout / time.Second)
 
 // Args are the gang plugins' pluginConfig args: pod-group's and Coscheduling's are the same
 // settings, the timeout named as each plugin's users know it (pod-group:
@@ -38,7 +38,7 @@ type Args struct {
 
 // DefaultArgs returns the args with every default (Coscheduling's: 60 s, no backoff, 10 %).
 func DefaultArgs() Args {
-	return Args{ScheduleTimeoutSeconds: int64(gang.DefaultScheduleTimeout / time.Second), PodGroupRejectPercentage: 10}
+	return Args{ScheduleTimeoutSeconds: int64(core.DefaultScheduleTimeout / time.Second), PodGroupRejectPercentage: 10}
 }
 
 // argsSchema is how one plugin spells its args.

@@ -16,7 +16,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/kube-safe-scheduler/extender/agents/gang"
+	gang "github.com/kube-safe-scheduler/extender/agents/gang/core"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

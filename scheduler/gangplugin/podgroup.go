@@ -3,9 +3,13 @@
 // Permit; a group's members are held until enough exist, then placed all together or not at
 // all within the group's timeout, and a group that cannot complete gives its room back at
 // once), and the queue orders (Coscheduling's own QueueSort, and group-priority: the
-// riya-scheduler's). The group logic is agents/gang's (KeyOf, Resolve, Counts, the minResources
-// check); this package adds what only a scheduler can do: hold a placement. See
-// docs/plugin-mode.md.
+// riya-scheduler's). It is glue: the group logic and every decision (a pod's group and minimum,
+// the counts, the quorum and minResources checks, Permit's wait, PostFilter's release, the
+// backoff, a group's age in the queue, the PodGroup status) are agents/gang/core's,
+// framework-free and shared with the extender agent; this package turns the scheduler's types
+// into the core's and its answers into statuses, and does what only a scheduler can: hold a
+// placement, order the queue (group-priority's riya keys, groupPriority and QoS class, are here:
+// no extender sees the queue). See docs/plugin-mode.md.
 package gangplugin
 
 import (
@@ -23,7 +27,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/kube-safe-scheduler/extender/agents/gang"
+	"github.com/kube-safe-scheduler/extender/agents/gang/core"
 )
 
 // PodGroupName is the plugin's name.
@@ -55,15 +59,15 @@ type PodGroup struct {
 	groups *Groups
 	// assigned returns how many pods of the group, other than pod, are assumed or bound in the
 	// scheduler's snapshot.
-	assigned func(key gang.Key, pod *corev1.Pod) int
+	assigned func(key core.Key, pod *corev1.Pod) int
 	// waiting iterates over the pods waiting at Permit.
 	waiting func(func(fwk.WaitingPod))
 	// members lists the pods of a group (the scheduler's pod lister); nil in tests.
-	members func(key gang.Key) []*corev1.Pod
+	members func(key core.Key) []*corev1.Pod
 	// activate moves pods back to the active queue (the handle's Activate); nil in tests.
 	activate func(pods map[string]*corev1.Pod)
 	// warn records a Warning event on a PodGroup, warnPod on a pod; nil in tests.
-	warn    func(pg *gang.PodGroup, reason, note string)
+	warn    func(pg *core.PodGroup, reason, note string)
 	warnPod func(pod *corev1.Pod, reason, note string)
 }
 
@@ -89,7 +93,7 @@ func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.O
 		return nil, fmt.Errorf("%s: %w", schema.plugin, err)
 	}
 	pl := &PodGroup{name: schema.plugin, args: args, groups: g, waiting: fh.IterateOverWaitingPods}
-	pl.assigned = func(key gang.Key, pod *corev1.Pod) int {
+	pl.assigned = func(key core.Key, pod *corev1.Pod) int {
 		nodes, err := fh.SnapshotSharedLister().NodeInfos().List()
 		if err != nil {
 			return 0
@@ -98,7 +102,7 @@ func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.O
 		for _, ni := range nodes {
 			for _, pi := range ni.GetPods() {
 				if p := pi.GetPod(); p.UID != pod.UID {
-					if k, ok := gang.KeyOf(p); ok && k == key {
+					if k, ok := core.KeyOf(p); ok && k == key {
 						n++
 					}
 				}
@@ -107,7 +111,7 @@ func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.O
 		return n
 	}
 	lister := fh.SharedInformerFactory().Core().V1().Pods().Lister()
-	pl.members = func(key gang.Key) []*corev1.Pod {
+	pl.members = func(key core.Key) []*corev1.Pod {
 		pods, err := lister.Pods(key.Namespace).List(labels.SelectorFromSet(labels.Set{key.Label: key.Name}))
 		if err != nil {
 			return nil
@@ -117,7 +121,7 @@ func (g *Groups) newPlugin(ctx context.Context, schema argsSchema, obj runtime.O
 	logger := klog.FromContext(ctx)
 	pl.activate = func(pods map[string]*corev1.Pod) { fh.Activate(logger, pods) }
 	recorder := fh.EventRecorder()
-	pl.warn = func(pg *gang.PodGroup, reason, note string) {
+	pl.warn = func(pg *core.PodGroup, reason, note string) {
 		if pg.Object != nil {
 			recorder.Eventf(pg.Object, nil, corev1.EventTypeWarning, reason, "Scheduling", "%s", note)
 		}
@@ -149,27 +153,22 @@ func (pl *PodGroup) Name() string { return pl.name }
 // resolve returns the pod's group requirement, its Permit timeout being the PodGroup's
 // scheduleTimeoutSeconds when set, else the args' default, and the PodGroup object (nil for a
 // riya group).
-func (pl *PodGroup) resolve(pod *corev1.Pod) (gang.Requirement, *gang.PodGroup, bool, error) {
-	var pg *gang.PodGroup
-	req, in, err := gang.Resolve(pod, func(ns, name string) (*gang.PodGroup, error) {
+func (pl *PodGroup) resolve(pod *corev1.Pod) (core.Requirement, *core.PodGroup, bool, error) {
+	var pg *core.PodGroup
+	req, in, err := core.Resolve(pod, func(ns, name string) (*core.PodGroup, error) {
 		var err error
 		pg, err = pl.groups.lookup(ns, name)
 		return pg, err
 	})
-	if in {
-		req.ScheduleTimeout = time.Duration(pl.args.ScheduleTimeoutSeconds) * time.Second
-		if pg != nil && pg.ScheduleTimeoutSeconds != nil && *pg.ScheduleTimeoutSeconds > 0 {
-			req.ScheduleTimeout = time.Duration(min(*pg.ScheduleTimeoutSeconds, maxTimeoutSeconds)) * time.Second
-		}
-	}
+	req.ScheduleTimeout = core.PermitTimeout(pg, time.Duration(pl.args.ScheduleTimeoutSeconds)*time.Second)
 	return req, pg, in, err
 }
 
 // PreFilter implements fwk.PreFilterPlugin: backoff, quorum and minResources.
 func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	key, in := gang.KeyOf(pod)
+	key, in := core.KeyOf(pod)
 	if !in {
-		if w := gang.Overruled(pod); w != "" && pl.warnPod != nil && pl.groups.warnOnce("pod/"+string(pod.UID), "warned") {
+		if w := core.Overruled(pod); w != "" && pl.warnPod != nil && pl.groups.history.WarnOnce("pod/"+string(pod.UID), "warned") {
 			pl.warnPod(pod, "PodGroupOverruled", w)
 		}
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -177,9 +176,9 @@ func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.P
 	if !pl.groups.podsSynced() {
 		return nil, fwk.AsStatus(errors.New("the pod informer has not synced yet"))
 	}
-	if key.Label == gang.LabelPodGroupName && !pl.groups.store.HasSynced() {
+	if key.Label == core.LabelPodGroupName && !pl.groups.store.HasSynced() {
 		return nil, fwk.AsStatus(fmt.Errorf("the PodGroup objects (%s) have not been read yet; is the PodGroup definition installed and may the scheduler list them?",
-			gang.PodGroupResource.GroupResource()))
+			core.PodGroupResource.GroupResource()))
 	}
 	req, pg, in, err := pl.resolve(pod)
 	if err != nil {
@@ -189,28 +188,22 @@ func (pl *PodGroup) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.P
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	pl.groups.status.tried(req.Key)
-	if req.Warning != "" && pg != nil && pl.warn != nil && pg.Object != nil && pl.groups.warnOnce(req.Key.String(), pg.Object.GetResourceVersion()) {
+	if req.Warning != "" && pg != nil && pl.warn != nil && pg.Object != nil && pl.groups.history.WarnOnce(req.Key.String(), pg.Object.GetResourceVersion()) {
 		pl.warn(pg, "NoMinMember", req.Warning)
 	}
-	if until, ok := pl.groups.backedOff(req.Key); ok {
-		pl.groups.turnAway(req.Key)
+	if until, ok := pl.groups.history.BackedOff(req.Key, pl.groups.now(), true); ok {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pod group %s failed recently: backed off until %s (podGroupBackoffSeconds %d)",
 			req.Key, until.Format(time.RFC3339), pl.args.PodGroupBackoffSeconds))
 	}
-	if reason := req.CheckGated(pl.groups.counts.CountWith(req.Key, pod), pl.groups.counts.Gated(req.Key)); reason != "" {
+	if reason := req.Admit(pl.groups.counts, pod, func() []corev1.ResourceList { return freeRoom(nodes, req.Key) }); reason != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
-	}
-	if len(req.MinResources) > 0 {
-		if reason := req.CheckMinResources(freeRoom(nodes, req.Key)); reason != "" {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
-		}
 	}
 	return nil, nil
 }
 
 // freeRoom returns each node's free allocatable (pods: free slots), the requests of the group's
 // own pods on it given back: they are part of what spec.minResources asks.
-func freeRoom(nodes []fwk.NodeInfo, key gang.Key) []corev1.ResourceList {
+func freeRoom(nodes []fwk.NodeInfo, key core.Key) []corev1.ResourceList {
 	out := make([]corev1.ResourceList, 0, len(nodes))
 	for _, ni := range nodes {
 		if ni == nil || ni.Node() == nil {
@@ -224,7 +217,7 @@ func freeRoom(nodes []fwk.NodeInfo, key gang.Key) []corev1.ResourceList {
 			scalar[name] = q - used.GetScalarResources()[name]
 		}
 		for _, pi := range ni.GetPods() {
-			if k, ok := gang.KeyOf(pi.GetPod()); !ok || k != key {
+			if k, ok := core.KeyOf(pi.GetPod()); !ok || k != key {
 				continue
 			}
 			r := pi.CalculateResource().Resource
@@ -265,46 +258,27 @@ func (pl *PodGroup) PostFilter(_ context.Context, _ fwk.CycleState, pod *corev1.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	assigned := pl.assigned(req.Key, pod)
-	if assigned >= int(req.Min) {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
-	}
-	// With only a few members missing, the others may still fit: try them before giving up.
-	if missing := float64(int(req.Min)-assigned) / float64(req.Min); missing <= float64(pl.args.PodGroupRejectPercentage)/100 {
+	if !req.Release(assigned, pl.args.PodGroupRejectPercentage) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	released := 0
 	pl.waiting(func(wp fwk.WaitingPod) {
-		if p := wp.GetPod(); p.UID != pod.UID {
-			if k, ok := gang.KeyOf(p); ok && k == req.Key {
-				wp.Reject(pl.name, fmt.Sprintf("pod group %s: member %s found no node while %d of %d were placed; the group is released", req.Key, pod.Name, assigned, req.Min))
-				released++
-			}
+		if p := wp.GetPod(); p.UID != pod.UID && core.SameGroup(p, pod) {
+			wp.Reject(pl.name, req.ReleasedWaiting(pod.Name, assigned))
+			released++
 		}
 	})
-	// A group that has all its members and still cannot be placed is kept out for a while
-	// (podGroupBackoffSeconds, or else kube-scheduler's own per-pod backoff schedule, applied
-	// to the group: 1 s doubling to 10 s over its consecutive failures, which kube-scheduler
-	// itself skips when its queue is otherwise idle), then brought back; one short of members
-	// waits for them (they bring it back).
-	// The default backoff applies only when members were released: their release is what
-	// wakes the group again at once; a group that held nothing waits for its events, as a pod.
-	d := time.Duration(pl.args.PodGroupBackoffSeconds) * time.Second
-	if d == 0 && released > 0 {
-		d = pl.groups.defaultBackoff(req.Key)
-	}
-	if d > 0 && pl.groups.counts.CountWith(req.Key, pod) >= int(req.Min) {
-		pl.groups.backOff(req.Key, d)
-		// Members turned away meanwhile come back when it ends; the others wait for their
-		// events, as any pod (a retry here would only move the group's failure time on).
+	// A group backed off is brought back when its backoff ends if members were turned away
+	// meanwhile; the others wait for their events, as any pod (a retry here would only move the
+	// group's failure time on).
+	if d := pl.groups.history.Fail(req, pl.groups.counts, pod, pl.groups.now(), time.Duration(pl.args.PodGroupBackoffSeconds)*time.Second, released); d > 0 {
 		time.AfterFunc(d, func() {
 			if pl.groups.backoffEnded(req.Key) {
 				pl.activateGroup(req.Key)
 			}
 		})
 	}
-	pl.groups.markFailed(req.Key)
-	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("pod group %s is released: %s found no node (%d of %d placed, %d waiting released)",
-		req.Key, pod.Name, assigned, req.Min, released))
+	return nil, fwk.NewStatus(fwk.Unschedulable, req.Released(pod.Name, assigned, released))
 }
 
 // Reserve implements fwk.ReservePlugin: nothing to reserve.
@@ -315,15 +289,13 @@ func (*PodGroup) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *
 // Unreserve implements fwk.ReservePlugin: a member that will not bind takes its waiting group
 // with it, so that no part of the group binds without it.
 func (pl *PodGroup) Unreserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	key, in := gang.KeyOf(pod)
+	key, in := core.KeyOf(pod)
 	if !in {
 		return
 	}
 	pl.waiting(func(wp fwk.WaitingPod) {
-		if p := wp.GetPod(); p.UID != pod.UID {
-			if k, ok := gang.KeyOf(p); ok && k == key {
-				wp.Reject(pl.name, fmt.Sprintf("pod group %s: member %s was not placed; the group is released", key, pod.Name))
-			}
+		if p := wp.GetPod(); p.UID != pod.UID && core.SameGroup(p, pod) {
+			wp.Reject(pl.name, core.NotPlaced(key, pod.Name))
 		}
 	})
 	pl.groups.markFailed(key)
@@ -335,25 +307,24 @@ func (pl *PodGroup) Permit(_ context.Context, state fwk.CycleState, pod *corev1.
 	if err != nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), 0
 	}
-	if !in || req.Min <= 1 {
-		if in {
-			pl.groups.placed(req.Key)
-		}
+	if !in {
 		return nil, 0
 	}
-	placed := pl.assigned(req.Key, pod) + 1
-	if placed < int(req.Min) {
-		if placed == 1 {
+	d := req.Permit(func() int { return pl.assigned(req.Key, pod) })
+	if d.Wait {
+		if d.First {
 			pl.activateSiblings(state, pod, req.Key)
 		}
-		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("pod group %s has %d of %d members placed", req.Key, placed, req.Min)), req.ScheduleTimeout
+		return fwk.NewStatus(fwk.Wait, d.Reason), req.ScheduleTimeout
 	}
 	pl.groups.placed(req.Key)
-	pl.waiting(func(wp fwk.WaitingPod) {
-		if k, ok := gang.KeyOf(wp.GetPod()); ok && k == req.Key {
-			wp.Allow(pl.name)
-		}
-	})
+	if d.Completes {
+		pl.waiting(func(wp fwk.WaitingPod) {
+			if core.SameGroup(wp.GetPod(), pod) {
+				wp.Allow(pl.name)
+			}
+		})
+	}
 	return nil, 0
 }
 
@@ -362,7 +333,7 @@ func (pl *PodGroup) Permit(_ context.Context, state fwk.CycleState, pod *corev1.
 // before its siblings existed is tried again now that one of them waits for it. Without the
 // GenericWorkload feature kube-scheduler does not pass the addition of an unscheduled pod to
 // the queueing hints (EventsToRegister's Pod/Add), so this is what brings it back.
-func (pl *PodGroup) activateSiblings(state fwk.CycleState, pod *corev1.Pod, key gang.Key) {
+func (pl *PodGroup) activateSiblings(state fwk.CycleState, pod *corev1.Pod, key core.Key) {
 	if pl.members == nil || state == nil {
 		return
 	}
@@ -384,7 +355,7 @@ func (pl *PodGroup) activateSiblings(state fwk.CycleState, pod *corev1.Pod, key 
 }
 
 // activateGroup moves the group's unplaced members to the active queue now.
-func (pl *PodGroup) activateGroup(key gang.Key) {
+func (pl *PodGroup) activateGroup(key core.Key) {
 	if pl.members == nil || pl.activate == nil {
 		return
 	}
@@ -409,7 +380,7 @@ func (pl *PodGroup) activateGroupOf(obj any) {
 	if !ok {
 		return
 	}
-	pl.activateGroup(gang.Key{Label: gang.LabelPodGroupName, Namespace: m.GetNamespace(), Name: m.GetName()})
+	pl.activateGroup(core.Key{Label: core.LabelPodGroupName, Namespace: m.GetNamespace(), Name: m.GetName()})
 }
 
 // EventsToRegister implements fwk.EnqueueExtensions: a member rejected for a short group comes
@@ -432,9 +403,7 @@ func sameGroup(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint,
 	if !ok {
 		return fwk.Queue, nil
 	}
-	k1, ok1 := gang.KeyOf(pod)
-	k2, ok2 := gang.KeyOf(added)
-	if ok1 && ok2 && k1 == k2 {
+	if core.SameGroup(pod, added) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

@@ -12,7 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedfw "k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/kube-safe-scheduler/extender/agents/gang"
+	gang "github.com/kube-safe-scheduler/extender/agents/gang/core"
 )
 
 // A member that finds no node while its group is short releases every waiting member of its

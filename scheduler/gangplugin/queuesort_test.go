@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/kube-safe-scheduler/extender/agents/gang"
+	gang "github.com/kube-safe-scheduler/extender/agents/gang/core"
 )
 
 // orderGroups: PodGroup "old" created at t0+1s, "young" at t0+10s (its name sorts first); riya

@@ -17,83 +17,23 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/kube-safe-scheduler/extender/agents/gang"
+	"github.com/kube-safe-scheduler/extender/agents/gang/core"
 )
 
-// The PodGroup phases Coscheduling's controller (scheduler-plugins pkg/controllers) writes.
+// The PodGroup phases and the status the scheduler writes: the core's (NextStatus).
 const (
-	PhasePending    = "Pending"
-	PhaseScheduling = "Scheduling"
-	PhaseRunning    = "Running"
-	PhaseFinished   = "Finished"
-	PhaseFailed     = "Failed"
+	PhasePending    = core.PhasePending
+	PhaseScheduling = core.PhaseScheduling
+	PhaseRunning    = core.PhaseRunning
+	PhaseFinished   = core.PhaseFinished
+	PhaseFailed     = core.PhaseFailed
 )
 
-// Status is what the scheduler writes of a PodGroup's status.
-type Status struct {
-	Phase     string `json:"phase,omitempty"`
-	Scheduled int32  `json:"scheduled"`
-	Running   int32  `json:"running"`
-	Succeeded int32  `json:"succeeded"`
-	Failed    int32  `json:"failed"`
-	// ScheduleStartTime is when the scheduler first tried a member of the group.
-	ScheduleStartTime *metav1.Time `json:"scheduleStartTime,omitempty"`
-}
+// Status is what the scheduler writes of a PodGroup's status (core.Status).
+type Status = core.Status
 
-// nextStatus is Coscheduling's controller's reconciliation, run until it settles: from no
-// phase to Pending; from Pending to Scheduling once minMember pods exist; then, from the
-// members' phases: Pending when fewer than minMember exist, Scheduling while fewer than
-// minMember run or have succeeded, Running once they do, Failed when a member failed and
-// failed+running+succeeded reach minMember, Finished once minMember have succeeded. Finished
-// and Failed are final. Scheduled counts the members bound to a node.
-func nextStatus(cur Status, min int32, pods []*corev1.Pod) Status {
-	next := cur
-	next.Scheduled, next.Running, next.Succeeded, next.Failed = 0, 0, 0, 0
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			next.Scheduled++
-		}
-		switch p.Status.Phase {
-		case corev1.PodRunning:
-			next.Running++
-		case corev1.PodSucceeded:
-			next.Succeeded++
-		case corev1.PodFailed:
-			next.Failed++
-		}
-	}
-	if cur.Phase == PhaseFinished || cur.Phase == PhaseFailed {
-		return next
-	}
-	for range 3 {
-		before := next.Phase
-		switch next.Phase {
-		case "":
-			next.Phase = PhasePending
-		case PhasePending:
-			if len(pods) >= int(min) {
-				next.Phase = PhaseScheduling
-			}
-		default:
-			switch {
-			case len(pods) < int(min):
-				next.Phase = PhasePending
-			case next.Succeeded >= min:
-				next.Phase = PhaseFinished
-			case next.Failed != 0 && next.Failed+next.Running+next.Succeeded >= min:
-				next.Phase = PhaseFailed
-			case next.Succeeded+next.Running >= min:
-				next.Phase = PhaseRunning
-			default:
-				next.Phase = PhaseScheduling
-			}
-		}
-		if next.Phase == before {
-			break
-		}
-	}
-	return next
-}
+// nextStatus is core.NextStatus: Coscheduling's controller's reconciliation.
+var nextStatus = core.NextStatus
 
 // statusWriter writes the status of every PodGroup from its members, through the status
 // subresource. It starts with the first scheduling cycle: kube-scheduler runs scheduling cycles
@@ -129,8 +69,8 @@ func newStatusWriter(ctx context.Context, client dynamic.Interface, cs kubernete
 }
 
 // tried records that a member of the PodGroup key is being scheduled, and starts the writer.
-func (w *statusWriter) tried(key gang.Key) {
-	if w == nil || key.Label != gang.LabelPodGroupName {
+func (w *statusWriter) tried(key core.Key) {
+	if w == nil || key.Label != core.LabelPodGroupName {
 		return
 	}
 	w.once.Do(func() { w.start(w.ctx) })
@@ -148,7 +88,7 @@ func (w *statusWriter) start(ctx context.Context) {
 			obj = t.Obj
 		}
 		if p, ok := obj.(*corev1.Pod); ok {
-			if k, in := gang.KeyOf(p); in && k.Label == gang.LabelPodGroupName {
+			if k, in := core.KeyOf(p); in && k.Label == core.LabelPodGroupName {
 				w.queue.Add(k.String())
 			}
 		}
@@ -197,7 +137,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if !ok {
 		return nil
 	}
-	pg, err := gang.PodGroupFromUnstructured(u)
+	pg, err := core.PodGroupFromUnstructured(u)
 	if err != nil {
 		return nil // the scheduler rejects its pods, naming the field
 	}
@@ -205,7 +145,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if pg.MinMember != nil {
 		min = *pg.MinMember
 	}
-	items, err := w.pods(ctx, pg.Namespace, labels.SelectorFromSet(labels.Set{gang.LabelPodGroupName: pg.Name}).String())
+	items, err := w.pods(ctx, pg.Namespace, labels.SelectorFromSet(labels.Set{core.LabelPodGroupName: pg.Name}).String())
 	if err != nil {
 		return err
 	}
@@ -224,19 +164,13 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 		next.ScheduleStartTime = &metav1.Time{Time: t.Truncate(time.Second)}
 	}
 	w.mu.Unlock()
-	if equalStatus(cur, next) {
+	if core.StatusEqual(cur, next) {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"status": next})
 	if err != nil {
 		return err
 	}
-	_, err = w.client.Resource(gang.PodGroupResource).Namespace(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = w.client.Resource(core.PodGroupResource).Namespace(pg.Namespace).Patch(ctx, pg.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
-}
-
-func equalStatus(a, b Status) bool {
-	ta, tb := a.ScheduleStartTime, b.ScheduleStartTime
-	a.ScheduleStartTime, b.ScheduleStartTime = nil, nil
-	return a == b && (ta == nil) == (tb == nil) && (ta == nil || ta.Equal(tb))
 }

@@ -1,4 +1,4 @@
-package gang
+package core
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package gang
+package core
 
 import (
 	"fmt"
@@ -88,10 +88,11 @@ func Overruled(pod *corev1.Pod) string {
 }
 
 // labelKey returns the group the pod's labels name, whatever its spec.schedulingGroup.
-func labelKey(pod *corev1.Pod) (Key, bool) { return labelsKey(pod.Namespace, pod.Labels) }
+func labelKey(pod *corev1.Pod) (Key, bool) { return LabelsKey(pod.Namespace, pod.Labels) }
 
-// labelsKey is labelKey of a pod in namespace with labels.
-func labelsKey(namespace string, labels map[string]string) (Key, bool) {
+// LabelsKey is the group a pod in namespace with labels names, whatever its
+// spec.schedulingGroup: what a cache that selects pods by namespace and labels can match.
+func LabelsKey(namespace string, labels map[string]string) (Key, bool) {
 	if name := labels[LabelPodGroupName]; name != "" {
 		return Key{Label: LabelPodGroupName, Namespace: namespace, Name: name}, true
 	}
@@ -215,6 +216,13 @@ func (r Requirement) CheckGated(count, gated int) string {
 		return fmt.Sprintf("pod group %s has %d of %d pods (%s %d) and %d more with scheduling gates", r.Key, count, r.Min, r.MinField, r.Min, gated)
 	}
 	return fmt.Sprintf("pod group %s has %d of %d pods (%s %d)", r.Key, count, r.Min, r.MinField, r.Min)
+}
+
+// CheckCounts is CheckGated over counts, pod counted among the group's ungated members (see
+// Counts.CountWith): the quorum check both modes run, the extender's filter and plugin mode's
+// PreFilter.
+func (r Requirement) CheckCounts(counts *Counts, pod *corev1.Pod) string {
+	return r.CheckGated(counts.CountWith(r.Key, pod), counts.Gated(r.Key))
 }
 
 // LookupIn reads the PodGroup namespace/name from a dynamic informer's store: nil (and no error)
