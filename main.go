@@ -3,8 +3,14 @@
 // Each agent is compiled in by a build tag (go build -tags safe, -tags safe,congestion, or
 // -tags all): each agent has one build-tagged file next to this one, named after it (safe.go
 // for safe), which adds the agent's framework.Registration to the list compiled; that is the
-// whole registration (agents.All lists every agent for the programs that run them all). At run time --agents (env AGENTS) chooses among the compiled-in agents, so
-// one "all" image can play any agent's sidecar.
+// whole registration (agents.All lists every agent for the programs that run them all). At run
+// time --agents (env AGENTS) chooses among the compiled-in agents, so one "all" image can play
+// any agent's sidecar.
+//
+// This file only wires: it reads the configuration, builds the selected agents, cluster access
+// and the HTTP server, and serves until a signal. The other commands (extender <name>) each
+// have a file named for them: config.go, convert-policy.go, probe.go, explain.go; pprof.go is
+// the --pprof-addr listener and flags.go the flag parsing they share.
 package main
 
 import (
@@ -17,14 +23,11 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/pprof"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -33,7 +36,6 @@ import (
 	"github.com/kube-safe-scheduler/extender/cluster"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
-	"github.com/kube-safe-scheduler/extender/internal/deploygen/schedconfig"
 	"github.com/kube-safe-scheduler/extender/internal/logging"
 	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/internal/tlsreload"
@@ -101,44 +103,6 @@ func (c *config) declare(s *settings.Set, compiled []string) {
 		"loopback host:port (127.0.0.1:6060) serving Go's profiles at /debug/pprof/, for diagnosis; empty: off", checkPprofAddr)
 	c.decisions = decisions.Config{Kept: decisions.DefaultKept, InputsBytes: decisions.DefaultInputsBytes}
 	c.decisionsBound = s.Bind(&c.decisions)
-}
-
-// checkPprofAddr accepts "" (off) or a host:port whose host is a loopback address or localhost:
-// the profiles are served without authentication, so never on an address others can reach.
-func checkPprofAddr(v string) error {
-	if v == "" {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(v)
-	if err != nil || port == "" {
-		return fmt.Errorf("%q is not host:port", v)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("%q: the host must be a loopback address (127.0.0.1, ::1) or localhost", v)
-	}
-	return nil
-}
-
-// servePprof serves net/http/pprof's handlers on addr until ctx ends.
-func servePprof(ctx context.Context, addr string, log logrus.FieldLogger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen (PPROF_ADDR or --pprof-addr %q): %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	go srv.Serve(ln)
-	log.WithField("address", ln.Addr().String()).Warn("serving Go profiles at /debug/pprof/ (PPROF_ADDR)")
-	return nil
 }
 
 // validate checks the server's own settings that their declaration does not range-check.
@@ -443,173 +407,6 @@ var subcommands = map[string]func(ctx context.Context, args []string, stdout, st
 	"explain":        explain,
 	"config":         generateConfig,
 	"convert-policy": convertPolicy,
-}
-
-// generateConfig prints the KubeSchedulerConfiguration (and with --sidecars the sidecar
-// containers) calling the agents named as the shipped yamlfiles do, from the Registrations of
-// the agents compiled in.
-func generateConfig(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	registrations := agentsByName()
-	if len(registrations) == 0 {
-		fmt.Fprintln(stderr, buildHint)
-		return 2
-	}
-	var names []string
-	for _, r := range registrations {
-		names = append(names, r.Name)
-	}
-	fs := flag.NewFlagSet("extender config", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	agentList := fs.String("agents", "", "comma-separated agents to call, in order, among those compiled in ("+strings.Join(names, ", ")+")")
-	var o schedconfig.Options
-	fs.BoolVar(&o.NodeCache, "node-cache", false, "nodeCacheCapable: the scheduler sends node names, the extender reads nodes from its cache (needs cluster access)")
-	fs.BoolVar(&o.HTTPS, "https", false, "call the extenders over mutual TLS, with the Secrets and paths of yamlfiles/extender.safe.mtls.yaml")
-	fs.BoolVar(&o.Sidecars, "sidecars", false, "also print the sidecar containers to add to the scheduler's pod")
-	fs.BoolVar(&o.Bind, "bind", false, "the agent that can bind pods (reward) binds them: its bindVerb, and with --sidecars BIND=true in its sidecar (default: kube-scheduler binds)")
-	fs.StringVar(&o.SchedulerName, "scheduler-name", "my-scheduler", "the profile's schedulerName")
-	mode := fs.String("mode", "extender", "extender (the extenders list) or plugin (kube-safe-scheduler's profile: the agents' plugins, docs/plugin-mode.md)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: extender config --agents safe,congestion [flags]\n\nPrints a KubeSchedulerConfiguration whose extenders call the agents on the ports the shipped yamlfiles use\n(--mode plugin: whose profile runs them as kube-safe-scheduler's plugins).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "extender config: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	switch *mode {
-	case "extender":
-	case "plugin":
-		o.Plugins = true
-		for name, set := range map[string]bool{"--node-cache": o.NodeCache, "--https": o.HTTPS, "--sidecars": o.Sidecars, "--bind": o.Bind} {
-			if set {
-				fmt.Fprintf(stderr, "extender config: %s is extender mode only (plugin mode has no extender and no sidecar)\n", name)
-				return 2
-			}
-		}
-	default:
-		fmt.Fprintf(stderr, "extender config: --mode %q: want extender or plugin\n", *mode)
-		return 2
-	}
-	o.Agents = strings.Split(*agentList, ",")
-	out, err := schedconfig.Generate(registrations, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "extender config: --agents: %v\n", err)
-		return 2
-	}
-	stdout.Write(out)
-	return 0
-}
-
-// convertPolicy prints the v1 KubeSchedulerConfiguration equivalent of a legacy Policy file and
-// reports on stderr what has no v1 equivalent.
-func convertPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("extender convert-policy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: extender convert-policy <policy file, JSON or YAML, or - for stdin>\n\n"+
-			"Prints the kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration equivalent of a legacy Policy\n"+
-			"(removed in Kubernetes 1.23); what has no v1 equivalent is reported here, with the v1 plugins to use.\n")
-	}
-	// -h after the file is help too, and an unknown flag is named (flags.go).
-	args, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if len(args) != 1 {
-		fs.Usage()
-		return 2
-	}
-	var data []byte
-	if args[0] == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(args[0])
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "extender convert-policy: %v\n", err)
-		return 1
-	}
-	out, notes, err := schedconfig.Convert(data)
-	for _, n := range notes {
-		fmt.Fprintf(stderr, "convert-policy: %s: %s\n", args[0], n)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "extender convert-policy: %s: %v\n", args[0], err)
-		return 1
-	}
-	stdout.Write(out)
-	return 0
-}
-
-// probe is an exec probe for distroless images (no shell, no curl): it GETs a URL of the
-// extender (http://127.0.0.1:5401/healthz) and exits 0 on 200, 1 otherwise. The kubelet's
-// httpGet probes are sent to the pod IP, which a listener on 127.0.0.1 does not serve; this one
-// runs inside the container.
-func probe(ctx context.Context, args []string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("extender probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	caFile := fs.String("ca-file", "", "PEM CA bundle to verify an https server with (default: the system roots)")
-	certFile := fs.String("cert-file", "", "PEM client certificate to present (mutual TLS)")
-	keyFile := fs.String("key-file", "", "PEM key of --cert-file")
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: extender probe [flags] URL\n\nGETs URL and exits 0 when it answers 200 (an exec probe).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	// Flags may come before or after the URL (flags.go).
-	urls, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if len(urls) != 1 {
-		fmt.Fprintln(stderr, "extender probe: give exactly one URL, e.g. http://127.0.0.1:5401/healthz")
-		return 2
-	}
-	u, err := url.Parse(urls[0])
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		fmt.Fprintf(stderr, "extender probe: %q is not an http or https URL\n", urls[0])
-		return 2
-	}
-	transport := &http.Transport{DisableKeepAlives: true}
-	if u.Scheme == "https" || *caFile != "" || *certFile != "" || *keyFile != "" {
-		c, err := tlsreload.ClientConfig(*caFile, *certFile, *keyFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "extender probe: %v\n", err)
-			return 2
-		}
-		transport.TLSClientConfig = c
-	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "extender probe: %v\n", err)
-		return 2
-	}
-	resp, err := (&http.Client{Transport: transport}).Do(req)
-	if err != nil {
-		fmt.Fprintf(stderr, "extender probe: %v\n", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "extender probe: %s: %s %s\n", u, resp.Status, strings.TrimSpace(string(body)))
-		return 1
-	}
-	return 0
 }
 
 // combine builds the agent serving priorities/combined from the list spec (see
