@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/nodestats"
@@ -49,20 +48,6 @@ type Annotator struct {
 	metrics *metrics
 
 	lastStats time.Time
-}
-
-// NewSource returns the statistics source cfg selects, or nil for none. metrics is used by the
-// metrics API source only.
-func NewSource(cfg Config, metrics metricsclient.Interface) (Source, error) {
-	switch cfg.Source {
-	case SourcePrometheus:
-		pc := cfg.Prometheus
-		pc.Window = cfg.Window
-		return NewPrometheus(pc)
-	case SourceMetricsAPI:
-		return NewMetricsAPI(metrics, cfg.Window), nil
-	}
-	return nil, nil
 }
 
 // New returns an annotator that reads cluster, samples source (nil: allocation only) and

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/nodestats"
+	"github.com/kube-safe-scheduler/extender/usage/metricsource"
 )
 
 // nodeMetricsGVR is where the metrics fake clientset lists NodeMetrics from (the client's
@@ -44,7 +45,7 @@ func setUsage(t *testing.T, c *metricsfake.Clientset, node string, at time.Time,
 
 func TestMetricsAPISource(t *testing.T) {
 	c := metricsfake.NewSimpleClientset()
-	m := NewMetricsAPI(c, 10*time.Minute)
+	m := metricsource.NewMetricsAPI(c, 10*time.Minute)
 	ctx := context.Background()
 	n1 := kubeletNode("n1", "4", "8Gi").Obj()
 	n2 := kubeletNode("n2", "2", "4Gi").Obj()
@@ -105,7 +106,7 @@ func TestMetricsAPISourceFailure(t *testing.T) {
 	c.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("the server is currently unable to handle the request")
 	})
-	m := NewMetricsAPI(c, time.Hour)
+	m := metricsource.NewMetricsAPI(c, time.Hour)
 	if err := m.Sample(context.Background(), nil, time.Now()); err == nil {
 		t.Error("a failed list gave no error")
 	}
@@ -119,7 +120,7 @@ func TestMetricsAPIThroughAnnotator(t *testing.T) {
 	cfg.Source = SourceMetricsAPI
 	cfg.StatsInterval = time.Minute
 	cfg.MinSamples = 3
-	src := NewMetricsAPI(mc, cfg.Window)
+	src := metricsource.NewMetricsAPI(mc, cfg.Window)
 	r := newRig(t, cfg, nil, nil, kubeletNode("n1", "4", "8Gi").Obj())
 	r.a.source = src
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -20,8 +20,8 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/nodestats"
+	"github.com/kube-safe-scheduler/extender/usage/metricsource"
 )
 
 // exposition serves node_exporter-style metrics, one sample per scrape with an explicit
@@ -204,7 +204,7 @@ func TestPrometheusSource(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	src, err := NewPrometheus(PrometheusConfig{
+	src, err := metricsource.NewPrometheus(PrometheusConfig{
 		URL: url, CPUQuery: DefaultCPUQuery, MemoryQuery: DefaultMemoryQuery, NodeLabel: DefaultNodeLabel,
 		Window: time.Duration(window-1) * step, Step: step, Timeout: 10 * time.Second,
 	})
@@ -291,34 +291,9 @@ func TestPrometheusSource(t *testing.T) {
 	}
 
 	// A Prometheus that does not answer fails the source as a whole.
-	down, _ := NewPrometheus(PrometheusConfig{URL: "http://127.0.0.1:1", CPUQuery: DefaultCPUQuery,
+	down, _ := metricsource.NewPrometheus(PrometheusConfig{URL: "http://127.0.0.1:1", CPUQuery: DefaultCPUQuery,
 		MemoryQuery: DefaultMemoryQuery, NodeLabel: DefaultNodeLabel, Window: time.Minute, Step: step, Timeout: time.Second})
 	if _, _, err := down.Series(context.Background(), nodes, end); err == nil {
 		t.Error("an unreachable Prometheus gave no error")
-	}
-}
-
-func TestNodeIndex(t *testing.T) {
-	node := func(name string, addrs ...string) *corev1.Node {
-		n := fixtures.MakeNode().Name(name)
-		for _, a := range addrs {
-			n.Address(corev1.NodeInternalIP, a)
-		}
-		return n.Obj()
-	}
-	idx := nodeIndex([]*corev1.Node{
-		node("worker-1", "10.0.0.1", "worker-1.example"),
-		node("worker-2", "10.0.0.2", "10.0.0.9"),
-		node("worker-3", "10.0.0.9"), // shares 10.0.0.9 with worker-2: ambiguous, left out
-		node("10.0.0.2"),             // a node named like another's address: the name wins
-	})
-	cases := map[string]string{
-		"worker-1:9100": "worker-1", "WORKER-1": "worker-1", "10.0.0.1:9100": "worker-1", "worker-1.example": "worker-1",
-		"10.0.0.2:9100": "10.0.0.2", "10.0.0.9:9100": "", "10.0.0.3": "", "[::1]:9100": "",
-	}
-	for label, want := range cases {
-		if got := idx[matchKey(label)]; got != want {
-			t.Errorf("label %q matched %q, want %q", label, got, want)
-		}
 	}
 }

@@ -122,3 +122,6 @@ func (r *Runner) count(result string) {
 		r.Metrics.rounds.WithLabelValues(result).Inc()
 	}
 }
+
+// podName names a pod in the runner's memory of the samples it learnt from.
+type podName struct{ ns, pod string }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kube-safe-scheduler/extender/settings"
+	"github.com/kube-safe-scheduler/extender/usage/metricsource"
 )
 
 // Settings configure the learner where it runs (the node annotator): the off switch, the
@@ -58,9 +59,9 @@ func (c *Settings) Declare(s *settings.Set) {
 		"how often the leader writes the ConfigMaps: at most this much is lost on a restart")
 	s.Duration(&c.Store.LeaseDuration, "USAGE_LEASE_DURATION", "usage-lease-duration", 15*time.Second, 3*time.Second, 10*time.Minute,
 		"how long the writer's Lease lasts without renewal: the longest a leader change takes")
-	s.String(&c.CPUQuery, "USAGE_PROMETHEUS_CPU_QUERY", "usage-prometheus-cpu-query", DefaultCPUQuery,
+	s.String(&c.CPUQuery, "USAGE_PROMETHEUS_CPU_QUERY", "usage-prometheus-cpu-query", metricsource.DefaultPodCPUQuery,
 		"PromQL giving each pod's cpu usage in cores, one series per pod labelled namespace and pod", checkNotEmpty)
-	s.String(&c.MemoryQuery, "USAGE_PROMETHEUS_MEMORY_QUERY", "usage-prometheus-memory-query", DefaultMemoryQuery,
+	s.String(&c.MemoryQuery, "USAGE_PROMETHEUS_MEMORY_QUERY", "usage-prometheus-memory-query", metricsource.DefaultPodMemoryQuery,
 		"PromQL giving each pod's memory working set in bytes, one series per pod labelled namespace and pod", checkNotEmpty)
 }
 

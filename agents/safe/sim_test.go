@@ -36,6 +36,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/annotator"
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings/settingstest"
+	"github.com/kube-safe-scheduler/extender/usage/metricsource"
 )
 
 const (
@@ -234,7 +235,7 @@ func newSim(t testing.TB, cfg simConfig, wl string, seed uint64) *sim {
 		}
 		l := logrus.New()
 		l.SetLevel(logrus.ErrorLevel)
-		s.ann, err = annotator.New(acfg, simCluster{s}, s.kube, annotator.NewMetricsAPI(s.metrics, acfg.Window), logrus.NewEntry(l), nil)
+		s.ann, err = annotator.New(acfg, simCluster{s}, s.kube, metricsource.NewMetricsAPI(s.metrics, acfg.Window), logrus.NewEntry(l), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

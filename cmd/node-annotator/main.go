@@ -27,6 +27,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/internal/memlimit"
 	"github.com/kube-safe-scheduler/extender/settings"
 	"github.com/kube-safe-scheduler/extender/usage"
+	"github.com/kube-safe-scheduler/extender/usage/metricsource"
 	"github.com/kube-safe-scheduler/extender/workload"
 )
 
@@ -83,14 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 			"or run it in a pod, and do not set CLUSTER_ACCESS=none")
 		return 2
 	}
-	var metrics metricsclient.Interface
-	if cfg.Source == annotator.SourceMetricsAPI { // the annotator's and the learner's
-		if metrics, err = metricsclient.NewForConfig(state.RESTConfig()); err != nil {
-			fmt.Fprintf(stderr, "configuration error:\nmetrics API client: %v\n", err)
-			return 2
-		}
-	}
-	source, err := annotator.NewSource(cfg, metrics)
+	source, err := newSource(cfg, learnerCfg, state)
 	if err != nil {
 		fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 		return 2
@@ -105,7 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 
 	var learner *usage.Runner
 	if learnerCfg.Enabled {
-		if learner, err = newLearner(learnerCfg, cfg, state, metrics, reg, log.WithField("component", "usage-learner")); err != nil {
+		if learner, err = newLearner(learnerCfg, source, state, reg, log.WithField("component", "usage-learner")); err != nil {
 			fmt.Fprintf(stderr, "configuration error:\n%v\n", err)
 			return 2
 		}
@@ -154,28 +148,38 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	return 0
 }
 
-// newLearner builds the usage learner on the annotator's metrics source configuration, cluster
-// cache (its pod informer, and ReplicaSet and Job informers for the owner chains) and metrics
-// registry. Its informers start with the cache's.
-func newLearner(lc usage.Settings, cfg annotator.Config, state *cluster.Cache, metrics metricsclient.Interface,
-	reg prometheus.Registerer, log *logrus.Entry) (*usage.Runner, error) {
+// newSource returns the usage source STATS_SOURCE selects, or nil for none: one source that
+// the annotator reads nodes from and the learner pods.
+func newSource(cfg annotator.Config, lc usage.Settings, state *cluster.Cache) (metricsource.Source, error) {
+	switch cfg.Source {
+	case annotator.SourcePrometheus:
+		pc := cfg.Prometheus
+		pc.Window = cfg.Window
+		pc.PodCPUQuery, pc.PodMemoryQuery = lc.CPUQuery, lc.MemoryQuery
+		return metricsource.NewPrometheus(pc)
+	case annotator.SourceMetricsAPI:
+		metrics, err := metricsclient.NewForConfig(state.RESTConfig())
+		if err != nil {
+			return nil, fmt.Errorf("metrics API client: %w", err)
+		}
+		return metricsource.NewMetricsAPI(metrics, cfg.Window), nil
+	}
+	return nil, nil
+}
+
+// newLearner builds the usage learner on the program's usage source, cluster cache (its pod
+// informer, and ReplicaSet and Job informers for the owner chains) and metrics registry. Its
+// informers start with the cache's.
+func newLearner(lc usage.Settings, source usage.Source, state *cluster.Cache, reg prometheus.Registerer,
+	log *logrus.Entry) (*usage.Runner, error) {
+	if source == nil {
+		return nil, errors.New("usage learner: no source (STATS_SOURCE none)")
+	}
 	f := state.Informers()
 	owners := workload.Listers{ReplicaSets: f.Apps().V1().ReplicaSets().Lister(), Jobs: f.Batch().V1().Jobs().Lister()}
 	l, err := usage.New(lc.Learner(), owners)
 	if err != nil {
 		return nil, err
-	}
-	var source usage.Source
-	switch cfg.Source {
-	case annotator.SourceMetricsAPI:
-		source = usage.NewMetricsAPI(metrics)
-	case annotator.SourcePrometheus:
-		if source, err = usage.NewPrometheus(usage.PrometheusConfig{URL: cfg.Prometheus.URL, Timeout: cfg.Prometheus.Timeout,
-			CPUQuery: lc.CPUQuery, MemoryQuery: lc.MemoryQuery}); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("usage learner: no source for STATS_SOURCE %q", cfg.Source)
 	}
 	return &usage.Runner{Learner: l, Source: source, Pods: f.Core().V1().Pods().Lister(),
 		Store: usage.NewStore(lc.Store, state.Client(), log, l), Metrics: usage.NewMetrics(reg),

@@ -1,4 +1,4 @@
-package annotator
+package metricsource
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 )
 
-// MetricsAPI is the source that reads node usage from the Kubernetes metrics API
-// (metrics.k8s.io, served by metrics-server). The API gives only the latest usage, so the
-// source samples it every INTERVAL into a per-node sliding window kept in memory: the
-// statistics need the window to fill (STATS_MIN_SAMPLES samples) after a start.
+// MetricsAPI is the source that reads usage from the Kubernetes metrics API (metrics.k8s.io,
+// served by metrics-server). The API gives only the latest usage, so for the nodes the source
+// samples it every INTERVAL into a per-node sliding window kept in memory: the statistics need
+// the window to fill (STATS_MIN_SAMPLES samples) after a start. A pod's usage is read when
+// asked (PodUsage).
 //
 // Free = allocatable - usage, with allocatable read when the statistics are computed, so that
 // the safe agent's used = allocatable - free is the measured usage. It may be negative.
@@ -34,7 +35,7 @@ type usageSample struct {
 
 var _ Source = (*MetricsAPI)(nil)
 
-// NewMetricsAPI returns the metrics API source keeping window of samples.
+// NewMetricsAPI returns the metrics API source keeping window of node samples.
 func NewMetricsAPI(client metricsclient.Interface, window time.Duration) *MetricsAPI {
 	return &MetricsAPI{client: client, window: window, usage: map[string][]usageSample{}}
 }
@@ -118,4 +119,30 @@ func (m *MetricsAPI) Series(_ context.Context, nodes []*corev1.Node, now time.Ti
 		out[n.Name] = s
 	}
 	return out, problems, nil
+}
+
+// PodUsage implements Source: one list of every namespace's PodMetrics, at the time
+// metrics-server took each (now when it gives none).
+func (m *MetricsAPI) PodUsage(ctx context.Context, now time.Time) ([]PodUsage, error) {
+	list, err := m.client.MetricsV1beta1().PodMetricses(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pod metrics from metrics.k8s.io: %w", err)
+	}
+	out := make([]PodUsage, 0, len(list.Items))
+	for _, pm := range list.Items {
+		u := PodUsage{Namespace: pm.Namespace, Name: pm.Name, At: pm.Timestamp.Time}
+		if u.At.IsZero() {
+			u.At = now
+		}
+		for _, c := range pm.Containers {
+			if q, ok := c.Usage[corev1.ResourceCPU]; ok {
+				u.CPU += float64(q.MilliValue()) / 1000
+			}
+			if q, ok := c.Usage[corev1.ResourceMemory]; ok {
+				u.Memory += float64(q.Value())
+			}
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }

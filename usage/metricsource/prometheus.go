@@ -1,4 +1,4 @@
-package annotator
+package metricsource
 
 import (
 	"context"
@@ -14,39 +14,53 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Default Prometheus queries (node_exporter metrics). Each must return one series per node,
-// carrying the node label (PROMETHEUS_NODE_LABEL), in millicores for cpu and bytes for memory.
+// Default Prometheus queries of the nodes (node_exporter metrics). Each must return one series
+// per node, carrying the node label (PROMETHEUS_NODE_LABEL), in millicores for cpu and bytes
+// for memory.
 const (
-	// DefaultCPUQuery is idle cpu in millicores: the per-second rate of idle cpu seconds summed
-	// over the node's cpus.
-	DefaultCPUQuery = `sum by (instance) (rate(node_cpu_seconds_total{mode="idle"}[5m])) * 1000`
-	// DefaultMemoryQuery is memory available to new work, in bytes.
-	DefaultMemoryQuery = `node_memory_MemAvailable_bytes`
+	// DefaultNodeCPUQuery is idle cpu in millicores: the per-second rate of idle cpu seconds
+	// summed over the node's cpus.
+	DefaultNodeCPUQuery = `sum by (instance) (rate(node_cpu_seconds_total{mode="idle"}[5m])) * 1000`
+	// DefaultNodeMemoryQuery is memory available to new work, in bytes.
+	DefaultNodeMemoryQuery = `node_memory_MemAvailable_bytes`
 	// DefaultNodeLabel is the label whose value names the node: node_exporter's instance
 	// (host:port), matched without its port to the node's name or one of its addresses.
 	DefaultNodeLabel = "instance"
 )
 
-// Prometheus is the source that asks a Prometheus server for the window's samples, with one
-// range query per resource each statistics cycle: Prometheus keeps the history.
+// Default Prometheus queries of the pods: cAdvisor's container series (the kubelet's
+// /metrics/cadvisor), summed per pod; each must give one series per pod carrying the labels
+// namespace and pod.
+const (
+	// DefaultPodCPUQuery is cpu in cores: the rate of the containers' cpu seconds.
+	DefaultPodCPUQuery = `sum by (namespace, pod) (rate(container_cpu_usage_seconds_total{container!="",container!="POD"}[5m]))`
+	// DefaultPodMemoryQuery is the containers' working set in bytes.
+	DefaultPodMemoryQuery = `sum by (namespace, pod) (container_memory_working_set_bytes{container!="",container!="POD"})`
+)
+
+// Prometheus is the source that asks a Prometheus server: for the nodes' window of samples,
+// one range query per resource each statistics cycle (Prometheus keeps the history); for the
+// pods' latest usage, one instant query per resource.
 type Prometheus struct {
-	api         promv1.API
-	cpuQuery    string
-	memoryQuery string
-	label       model.LabelName
-	window      time.Duration
-	step        time.Duration
-	timeout     time.Duration
+	api   promv1.API
+	cfg   PrometheusConfig
+	label model.LabelName
 }
 
 var _ Source = (*Prometheus)(nil)
 
-// PrometheusConfig configures the Prometheus source.
+// PrometheusConfig configures the Prometheus source: the node annotator's settings
+// (PROMETHEUS_*, STATS_WINDOW) and the learner's pod queries (USAGE_PROMETHEUS_*_QUERY).
 type PrometheusConfig struct {
-	URL                   string
+	URL string
+	// CPUQuery and MemoryQuery give each node's free cpu and memory (PROMETHEUS_CPU_QUERY,
+	// PROMETHEUS_MEMORY_QUERY), matched to nodes by NodeLabel.
 	CPUQuery, MemoryQuery string
 	NodeLabel             string
 	Window, Step, Timeout time.Duration
+	// PodCPUQuery and PodMemoryQuery give each pod's usage (USAGE_PROMETHEUS_CPU_QUERY,
+	// USAGE_PROMETHEUS_MEMORY_QUERY).
+	PodCPUQuery, PodMemoryQuery string
 }
 
 // NewPrometheus returns the Prometheus source for cfg.
@@ -55,10 +69,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %q: %w", cfg.URL, err)
 	}
-	return &Prometheus{
-		api: promv1.NewAPI(client), cpuQuery: cfg.CPUQuery, memoryQuery: cfg.MemoryQuery,
-		label: model.LabelName(cfg.NodeLabel), window: cfg.Window, step: cfg.Step, timeout: cfg.Timeout,
-	}, nil
+	return &Prometheus{api: promv1.NewAPI(client), cfg: cfg, label: model.LabelName(cfg.NodeLabel)}, nil
 }
 
 // Name implements Source.
@@ -72,12 +83,12 @@ func (p *Prometheus) Sample(context.Context, []*corev1.Node, time.Time) error { 
 func (p *Prometheus) Series(ctx context.Context, nodes []*corev1.Node, now time.Time) (map[string]NodeSeries, map[string]string, error) {
 	index := nodeIndex(nodes)
 	problems := map[string]string{}
-	r := promv1.Range{Start: now.Add(-p.window), End: now, Step: p.step}
-	cpu, err := p.query(ctx, "cpu", p.cpuQuery, r, index, problems)
+	r := promv1.Range{Start: now.Add(-p.cfg.Window), End: now, Step: p.cfg.Step}
+	cpu, err := p.queryRange(ctx, "cpu", p.cfg.CPUQuery, r, index, problems)
 	if err != nil {
 		return nil, nil, err
 	}
-	mem, err := p.query(ctx, "memory", p.memoryQuery, r, index, problems)
+	mem, err := p.queryRange(ctx, "memory", p.cfg.MemoryQuery, r, index, problems)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,10 +119,10 @@ func addProblem(problems map[string]string, node, msg string) {
 	problems[node] = msg
 }
 
-// query runs one range query and returns the samples by node name.
-func (p *Prometheus) query(ctx context.Context, what, q string, r promv1.Range, index map[string]string,
+// queryRange runs one range query and returns the samples by node name.
+func (p *Prometheus) queryRange(ctx context.Context, what, q string, r promv1.Range, index map[string]string,
 	problems map[string]string) (map[string][]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	val, _, _, err := p.api.QueryRange(ctx, q, r)
 	if err != nil {
@@ -140,6 +151,56 @@ func (p *Prometheus) query(ctx context.Context, what, q string, r promv1.Range, 
 			v[i] = float64(sp.Value)
 		}
 		out[node] = v
+	}
+	return out, nil
+}
+
+// PodUsage implements Source: a pod needs both series; several series of one query for a pod
+// (a query that does not sum by pod) are an error.
+func (p *Prometheus) PodUsage(ctx context.Context, now time.Time) ([]PodUsage, error) {
+	cpu, err := p.query(ctx, "cpu", p.cfg.PodCPUQuery, now)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := p.query(ctx, "memory", p.cfg.PodMemoryQuery, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PodUsage, 0, len(cpu))
+	for k, c := range cpu {
+		m, ok := mem[k]
+		if !ok {
+			continue
+		}
+		out = append(out, PodUsage{Namespace: k.ns, Name: k.pod, CPU: c, Memory: m, At: now})
+	}
+	return out, nil
+}
+
+type podKey struct{ ns, pod string }
+
+// query runs one instant query and returns the values by pod.
+func (p *Prometheus) query(ctx context.Context, what, q string, now time.Time) (map[podKey]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	val, _, _, err := p.api.Query(ctx, q, now)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus %s query %q: %w", what, q, err)
+	}
+	vec, ok := val.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("prometheus %s query %q returned a %s, not an instant vector", what, q, val.Type())
+	}
+	out := make(map[podKey]float64, len(vec))
+	for _, s := range vec {
+		k := podKey{string(s.Metric["namespace"]), string(s.Metric["pod"])}
+		if k.ns == "" || k.pod == "" {
+			return nil, fmt.Errorf("prometheus %s query %q gives a series without namespace and pod labels: %s", what, q, s.Metric)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("prometheus %s query %q gives several series for pod %s/%s: sum them by (namespace, pod)", what, q, k.ns, k.pod)
+		}
+		out[k] = float64(s.Value)
 	}
 	return out, nil
 }
