@@ -35,6 +35,9 @@ type Estimate struct {
 	CPU, Memory float64
 	// RequestCPU and RequestMemory are the pod's request, in the same units.
 	RequestCPU, RequestMemory float64
+	// SpreadCPU and SpreadMemory are the standard deviation of the pod's usage, in the same
+	// units (0: unknown, the request estimator's), which the node model composes (compose.go).
+	SpreadCPU, SpreadMemory float64
 	// Learned: the estimate is not the request; Source names what it was learned from (a
 	// workload), "" for the request: two pods of equal estimates share remembered answers,
 	// whose reasons name the evidence, only when their Source is the same.
@@ -59,12 +62,24 @@ func (requestEstimator) Evidence(*corev1.Pod) string { return "" }
 // Version implements Estimator.
 func (requestEstimator) Version() uint64 { return 0 }
 
-// demand is a pod's estimate in the form the hot path carries: computed once per call.
-type demand struct{ cpu, memory float64 }
+// demand is a pod's estimate in the form the hot path carries: computed once per call. scpu
+// and smemory are its spread and src its workload (Source), when learned, for the composition
+// with the node's pods of the same workload (compose.go).
+type demand struct {
+	cpu, memory   float64
+	scpu, smemory float64
+	src           string
+}
 
 // podDemand is the pod's request as a demand (requestEstimator's estimate).
 func podDemand(pod *corev1.Pod) demand {
 	return demandOf(requestEstimator{}.Estimate(pod))
 }
 
-func demandOf(e Estimate) demand { return demand{cpu: e.CPU, memory: e.Memory} }
+func demandOf(e Estimate) demand {
+	d := demand{cpu: e.CPU, memory: e.Memory}
+	if e.Learned && (e.SpreadCPU > 0 || e.SpreadMemory > 0) {
+		d.scpu, d.smemory, d.src = e.SpreadCPU, e.SpreadMemory, e.Source
+	}
+	return d
+}

@@ -38,14 +38,9 @@ type learnedEstimator struct {
 // the learner trusts them, else the request. It allocates only the request's computation.
 func (e learnedEstimator) Estimate(pod *corev1.Pod) Estimate {
 	cpu, memory := framework.CPUMemoryRequests(pod)
-	est := Estimate{CPU: float64(cpu), Memory: float64(memory), RequestCPU: float64(cpu), RequestMemory: float64(memory)}
-	w := e.l.Lookup(pod)
-	if !w.Trusted {
-		return est
-	}
-	est.CPU, est.Memory = w.Apply(est.CPU, est.Memory)
-	est.Learned, est.Source = true, w.Key
-	return est
+	d := e.l.Demand(pod, float64(cpu), float64(memory))
+	return Estimate{CPU: d.CPU, Memory: d.Memory, RequestCPU: float64(cpu), RequestMemory: float64(memory),
+		SpreadCPU: d.SpreadCPU, SpreadMemory: d.SpreadMemory, Learned: d.Learned, Source: d.Key}
 }
 
 // Evidence implements Estimator.

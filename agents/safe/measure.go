@@ -135,6 +135,10 @@ func (a *Agent) base(n *corev1.Node, in *nodeInputs, cpuIn, memoryIn *resourceIn
 func (b *nodeBase) measures(d demand) (cpu, memory measure) {
 	cpu = measureFrom(&b.cpu, &cpuResource, d.cpu, b.l)
 	memory = measureFrom(&b.memory, &memoryResource, d.memory, b.l)
+	if b.l.model {
+		cpu.sigma = b.l.composedSigma(&cpu, d.scpu, d.src, 0)
+		memory.sigma = b.l.composedSigma(&memory, d.smemory, d.src, 1)
+	}
 	if b.reqKnown {
 		if cpu.state == noStats {
 			cpu = fromRequests(&cpuResource, b.req.cpu, b.alloc.cpu, d.cpu)

@@ -52,10 +52,35 @@ func presence(from, to, at time.Time) float64 {
 }
 
 // modelSum sums a node's model terms, each rounded to a millicore and a byte, in integers (the
-// sum does not depend on the pods' order).
+// sum does not depend on the pods' order), and, when spreads is set (an estimator with
+// spreads), the spreads of each workload's pods (compose.go).
 type modelSum struct {
 	cpu, memory    int64
 	pods, departed int
+	spreads        bool
+	groups         map[string]*groupSpread
+}
+
+// group adds spreads (s: cpu, memory) now and weighted by presence w in the statistics to e's
+// workload's group.
+func (s *modelSum) group(e *Estimate, now bool, w float64) {
+	if !e.Learned || (e.SpreadCPU <= 0 && e.SpreadMemory <= 0) {
+		return
+	}
+	if s.groups == nil {
+		s.groups = map[string]*groupSpread{}
+	}
+	g := s.groups[e.Source]
+	if g == nil {
+		g = &groupSpread{}
+		s.groups[e.Source] = g
+	}
+	if now {
+		g.now[0] += e.SpreadCPU
+		g.now[1] += e.SpreadMemory
+	}
+	g.stats[0] += e.SpreadCPU * w
+	g.stats[1] += e.SpreadMemory * w
 }
 
 // addPresent counts a pod on the node now at est's estimate times 1 − its presence in the
@@ -65,11 +90,18 @@ func (s *modelSum) addPresent(est Estimator, p *corev1.Pod, at time.Time) {
 		return
 	}
 	placed, _ := placedAt(p)
-	w := 1 - presence(placed, time.Time{}, at)
-	if w <= 0 {
+	in := presence(placed, time.Time{}, at)
+	w := 1 - in
+	if w <= 0 && !s.spreads {
 		return
 	}
 	e := est.Estimate(p)
+	if s.spreads {
+		s.group(&e, true, in)
+	}
+	if w <= 0 {
+		return
+	}
 	s.cpu += int64(math.Round(e.CPU * w))
 	s.memory += int64(math.Round(e.Memory * w))
 	s.pods++
@@ -83,14 +115,27 @@ func (s *modelSum) addDeparted(est Estimator, d *departure, at time.Time) {
 		return
 	}
 	e := est.Estimate(d.pod)
+	if s.spreads {
+		s.group(&e, false, w)
+	}
 	s.cpu -= int64(math.Round(e.CPU * w))
 	s.memory -= int64(math.Round(e.Memory * w))
 	s.departed++
 }
 
-// load is share of the sum (negative when more left than came).
+// load is share of the sum (negative when more left than came), with the composed variance
+// (share^2 of it: the share scales every pod's usage).
 func (s *modelSum) load(share float64) load {
-	return load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods, departed: s.departed, model: true}
+	l := load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods, departed: s.departed, model: true}
+	if len(s.groups) > 0 {
+		v := composeVariance(s.groups)
+		l.variance = [2]float64{share * share * v[0], share * share * v[1]}
+		l.spreads = make(map[string][2]float64, len(s.groups))
+		for k, g := range s.groups {
+			l.spreads[k] = [2]float64{share * g.now[0], share * g.now[1]}
+		}
+	}
+	return l
 }
 
 // modelOn returns the model's load of node for statistics at at: what its pods now and the
@@ -105,7 +150,7 @@ func (a *Agent) modelOn(node string, at time.Time, version uint64) load {
 	}
 	pods, generation := a.pods.PodsOn(node)
 	gone, seq := a.departed.on(node)
-	var sum modelSum
+	sum := modelSum{spreads: !a.byRequest}
 	for _, p := range pods {
 		sum.addPresent(a.estimator, p, at)
 	}
