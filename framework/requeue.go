@@ -26,6 +26,9 @@ type RequeueOn struct {
 	NodeLabels bool
 	// PodScaleDown: the rejected pod's own requests going down retries it.
 	PodScaleDown bool
+	// AssignedPodDelete: a pod leaving a node (deleted, or terminated) retries the pod, for a
+	// filter whose verdicts read the node's pods.
+	AssignedPodDelete bool
 	// Resources are custom resources, as "<plural>.<version>.<group>" (the form kube-scheduler's
 	// EventResource takes for them), whose any change retries the pod.
 	Resources []string

@@ -54,6 +54,9 @@ func eventsFor(on *framework.RequeueOn) []fwk.ClusterEventWithHint {
 	if on.PodScaleDown {
 		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.UpdatePodScaleDown}})
 	}
+	if on.AssignedPodDelete {
+		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}})
+	}
 	for _, r := range on.Resources {
 		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.EventResource(r), ActionType: fwk.All}})
 	}
