@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
@@ -111,6 +112,8 @@ func BenchmarkPluginCycle(b *testing.B) {
 				c := cycleNodes(n, now)
 				h := framework.NewHandle(nil)
 				h.Cluster, h.NodePods = c, c
+				var events cache.ResourceEventHandler // plugin mode hears pod events: the node model's path
+				h.PodEvents = podEventsFunc{&events}
 				a, err := New(DefaultConfig(), h)
 				if err != nil {
 					b.Fatal(err)
