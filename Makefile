@@ -73,17 +73,19 @@ images:
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.node-annotator -t kube-node-annotator:$(VERSION) -t kube-node-annotator:latest .
 	docker build --build-arg VERSION=$(VERSION) -f dockerfiles/Dockerfile.scheduler -t kube-safe-scheduler:$(VERSION) -t kube-safe-scheduler:latest .
 
-## generate: rewrites every file that names the agents from agents.All (agents/agents.go): the
-## extender's build-tagged files (<agent>.go), dockerfiles/Dockerfile.<agent> and .all, the tables
-## of README.md and docs/plugin-mode.md, and the chart's agent table, call order, values entries,
-## values schema and alert; then yamlfiles/ from the chart (make yamlfiles, needs Helm: built once)
-generate: chart
-	UPDATE_REGISTRY=1 $(GO) test -count=1 -run '^TestGeneratedFromRegistry$$' ./agents
+## generate: rewrites every file that names the agents from agents.All (agents/agents.go) with
+## the program hack/generate: the extender's build-tagged files (<agent>.go),
+## dockerfiles/Dockerfile.<agent> and .all, the tables of README.md and docs/plugin-mode.md, and
+## the chart's agent table, call order, values entries, values schema and alert; then yamlfiles/
+## from the chart (make yamlfiles, needs Helm: built once). TestGeneratedFromRegistry (agents/) and
+## TestChartMatchesCode (charts/) fail when a committed file differs from what it writes.
+generate:
+	$(GO) run ./hack/generate
 	$(MAKE) yamlfiles
 
 ## chart: regenerates the chart's agent table, values entries and schema from the agents' code
 chart:
-	UPDATE_CHART=1 $(GO) test -count=1 -run '^TestChartMatchesCode$$' ./charts
+	$(GO) run ./hack/generate -chart
 
 ## yamlfiles: renders yamlfiles/*.yaml from the chart with the values of charts/yamlfiles/ (Helm is
 ## built into .cache/helm once); the e2e test TestYAMLFilesRenderedFromChart fails when they drift

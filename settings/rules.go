@@ -12,7 +12,7 @@ import (
 
 // A configuration struct declares what each of its settings accepts once, where the setting is
 // declared, and every program reads it from there: Check (each agent's Validate) refuses what
-// is outside, and the chart's schema generator (charts/generate_test.go) writes the same bounds
+// is outside, and the chart's schema generator (hack/generate) writes the same bounds
 // and choices into values.schema.json, so that the chart refuses what the agent would.
 //
 //   - A range is the field's `range` tag, an interval in mathematical notation: "[0,100]",
