@@ -13,6 +13,9 @@ type Sample struct {
 	Minute, Span float64
 	CPU, Mem     []float64
 	Running      []int
+	// CPUCores and MemGiB are a node's allocatable (every node alike), which turn utilization
+	// above 90 % into volume (Figures.OverCPUVolume); 0 leaves the volumes 0.
+	CPUCores, MemGiB float64
 }
 
 // Thresholds are the utilizations above which a node counts as overloaded.
@@ -20,6 +23,15 @@ var Thresholds = []float64{0.8, 0.9, 1.0}
 
 // Figures are one run's results.
 type Figures struct {
+	// OverCPUVolume and OverMemVolume are the overload volume, the headline figure: the cpu
+	// (core-minutes) and memory (GiB-minutes) that the nodes' pods demanded above 90 % of the
+	// node's allocatable, summed over nodes and time. Unlike node-minutes (Overload) they weigh
+	// how far above a node went: piling onto a node already hot adds to them.
+	OverCPUVolume, OverMemVolume float64
+	// LoadLow, LoadMean, LoadHigh: the cpu the workload's pods request as planned, over the
+	// cluster's, in the measured minutes (PlannedLoad); InBand is 1 when every minute is within
+	// the workload's band, 0 when not: such a run is reported, not counted in medians and ratios.
+	LoadLow, LoadMean, LoadHigh, InBand float64
 	// Overload[i] is the node-minutes during which a node's cpu or memory utilization was above
 	// Thresholds[i].
 	Overload []float64
@@ -95,6 +107,8 @@ func Accumulate(samples []Sample) Figures {
 				spells = append(spells, s.Minute-hotSince[n])
 				hotSince[n] = -1
 			}
+			f.OverCPUVolume += s.Span * math.Max(0, s.CPU[n]-hotLevel) * s.CPUCores
+			f.OverMemVolume += s.Span * math.Max(0, s.Mem[n]-hotLevel) * s.MemGiB
 			for i, th := range Thresholds {
 				if u > th {
 					f.Overload[i] += s.Span

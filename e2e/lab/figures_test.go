@@ -15,7 +15,16 @@ func TestAccumulateByHand(t *testing.T) {
 		// node 0's memory (1.05) is its higher utilization here
 		{Minute: 4, Span: 1, CPU: []float64{0.7, 0.5}, Mem: []float64{1.05, 0.2}, Running: []int{4, 2}},
 	}
+	for i := range samples {
+		samples[i].CPUCores, samples[i].MemGiB = 16, 64
+	}
 	f := Accumulate(samples)
+	// Volume above 90 %: cpu only in the second sample, node 0 at 0.95 of 16 cores for 2 min:
+	// 0.05 * 16 * 2 = 1.6 core-minutes; memory only in the third, node 0 at 1.05 of 64 GiB for
+	// 1 min: 0.15 * 64 = 9.6 GiB-minutes. Node 0's 0.85 cpu in the first counts nothing.
+	if math.Abs(f.OverCPUVolume-1.6) > 1e-9 || math.Abs(f.OverMemVolume-9.6) > 1e-9 {
+		t.Errorf("volume above 90 %%: cpu %v core-min, memory %v GiB-min; want 1.6, 9.6", f.OverCPUVolume, f.OverMemVolume)
+	}
 	// > 80 %: node 0 in all three samples: 1 + 2 + 1 = 4 node-minutes.
 	// > 90 %: node 0 in the second (0.95, 2 min) and third (1.05, 1 min): 3.
 	// > 100 %: node 0 in the third: 1.

@@ -151,13 +151,21 @@ func main() {
 		}
 	}
 	var estimates []EstimateRow
+	loads := map[string]LoadCheck{} // by workload and seed
+	var loadNote strings.Builder
+	loadNote.WriteString("Planned load (the cpu the pods request, each from its arrival for its given time, over the cluster's, in the measured minutes):")
 	for _, seed := range seeds {
 		for _, wname := range works {
 			w, _ := Generate(strings.TrimSpace(wname), rc.Cluster, rc.Duration, rc.MeanRun, seed, rc.Model)
 			estimates = append(estimates, EstimateRow{Usage: rc.Model.Name(), Workload: w.Name, Seed: seed,
 				Estimates: Estimate(w, rc.Model, seed, rc.Duration, rc.Warmup)})
+			l := CheckLoad(w, rc.Cluster, rc.Duration, rc.Warmup)
+			loads[fmt.Sprintf("%s/%d", w.Name, seed)] = l
+			fmt.Fprintf(&loadNote, " %s seed %d: %v;", w.Name, seed, l)
+			fmt.Fprintf(os.Stderr, "eval: %s seed %d: %d pods, %v\n", w.Name, seed, len(w.Pods), l)
 		}
 	}
+	loadNote.WriteString("\n\n")
 	if *estimate {
 		fmt.Print(estimatesTable(estimates))
 		return
@@ -217,9 +225,14 @@ func main() {
 				sess := harness.NewSession(os.Stderr)
 				r := Run(sess, rc, w, s, seed)
 				sess.Close()
+				l := loads[fmt.Sprintf("%s/%d", w.Name, seed)]
+				r.Figures.LoadLow, r.Figures.LoadMean, r.Figures.LoadHigh = l.Low, l.Mean, l.High
+				if l.InBand() {
+					r.Figures.InBand = 1
+				}
 				results = append(results, r)
 				// The table so far, so that an interrupted run keeps what it measured.
-				if err := writeReport(*out, runHeader(command, rc, seeds)+estimatesTable(estimates), results); err != nil {
+				if err := writeReport(*out, runHeader(command, rc, seeds)+loadNote.String()+estimatesTable(estimates), results); err != nil {
 					fail("writing the report: %v", err)
 				}
 			}

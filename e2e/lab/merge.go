@@ -170,9 +170,10 @@ func multiSeed(results []Result) bool {
 }
 
 // ratioTable is the ratios of each scheduler's figures to a baseline's of the same workload and
-// seed, median over the seeds both have: overloads, pods placed, cpu variation, failed starts and
-// room held to the defaults'; nodes in use to MostAllocated's. "-" where the baseline did not
-// run or is zero.
+// seed, median over the seeds both have: overload volume (cpu, memory), its share of the
+// oracle's reduction ((defaults - X) / (defaults - oracle)), overload node-minutes, pods placed,
+// cpu variation, failed starts and room held to the defaults'; nodes in use to MostAllocated's.
+// "-" where the baseline did not run or is zero. Runs out of their load band are left out.
 func ratioTable(results []Result) string {
 	type key struct {
 		w, s string
@@ -182,6 +183,14 @@ func ratioTable(results []Result) string {
 	type ws struct{ w, s string }
 	var order []ws
 	seen := map[ws]bool{}
+	var kept []Result
+	for _, r := range results {
+		if outOfBand(r) {
+			continue // reported in its row, not compared
+		}
+		kept = append(kept, r)
+	}
+	results = kept
 	for _, r := range results {
 		at[key{r.Workload, r.Scheduler, r.Seed}] = r.Figures
 		if k := (ws{r.Workload, r.Scheduler}); !seen[k] {
@@ -192,17 +201,23 @@ func ratioTable(results []Result) string {
 	ratios := []struct {
 		name, base string
 		val        func(Figures) float64
+		// share: the cell is (defaults - X) / (defaults - oracle), X's share of the oracle's
+		// reduction of val, not X / defaults.
+		share bool
 	}{
-		{"overload >90% / defaults", "defaults", func(f Figures) float64 { return f.Overload[1] }},
-		{"overload >100% / defaults", "defaults", func(f Figures) float64 { return f.Overload[2] }},
-		{"placed / defaults", "defaults", func(f Figures) float64 { return float64(f.Placed) }},
-		{"nodes in use / most-allocated", "most-allocated", func(f Figures) float64 { return f.NodesInUse }},
-		{"cv cpu util / defaults", "defaults", func(f Figures) float64 { return f.CV }},
-		{"failed starts / defaults", "defaults", func(f Figures) float64 { return float64(f.FailedStarts) }},
-		{"room held / defaults", "defaults", func(f Figures) float64 { return f.HeldCPUMinutes }},
+		{"cpu core-min >90% / defaults", "defaults", func(f Figures) float64 { return f.OverCPUVolume }, false},
+		{"share of oracle's reduction (cpu volume)", "defaults", func(f Figures) float64 { return f.OverCPUVolume }, true},
+		{"mem GiB-min >90% / defaults", "defaults", func(f Figures) float64 { return f.OverMemVolume }, false},
+		{"overload >90% node-min / defaults", "defaults", func(f Figures) float64 { return f.Overload[1] }, false},
+		{"overload >100% / defaults", "defaults", func(f Figures) float64 { return f.Overload[2] }, false},
+		{"placed / defaults", "defaults", func(f Figures) float64 { return float64(f.Placed) }, false},
+		{"nodes in use / most-allocated", "most-allocated", func(f Figures) float64 { return f.NodesInUse }, false},
+		{"cv cpu util / defaults", "defaults", func(f Figures) float64 { return f.CV }, false},
+		{"failed starts / defaults", "defaults", func(f Figures) float64 { return float64(f.FailedStarts) }, false},
+		{"room held / defaults", "defaults", func(f Figures) float64 { return f.HeldCPUMinutes }, false},
 	}
 	var b strings.Builder
-	b.WriteString("\nRatios to the baseline's figure for the same workload and seed (median over the seeds both ran; the seeds in brackets):\n\n| workload | scheduler |")
+	b.WriteString("\nRatios to the baseline's figure for the same workload and seed, and each scheduler's share of the oracle's reduction of the cpu overload volume, (defaults - X) / (defaults - oracle) (median over the seeds both ran, within their load band; the seeds in brackets):\n\n| workload | scheduler |")
 	for _, r := range ratios {
 		b.WriteString(" " + r.name + " |")
 	}
@@ -226,7 +241,15 @@ func ratioTable(results []Result) string {
 				if !ok || r.val(base) <= 0 {
 					continue
 				}
-				xs = append(xs, r.val(res.Figures)/r.val(base))
+				if r.share {
+					oracle, ok := at[key{k.w, "oracle", res.Seed}]
+					if !ok || r.val(base)-r.val(oracle) <= 0 {
+						continue
+					}
+					xs = append(xs, (r.val(base)-r.val(res.Figures))/(r.val(base)-r.val(oracle)))
+				} else {
+					xs = append(xs, r.val(res.Figures)/r.val(base))
+				}
 				seeds = append(seeds, strconv.FormatUint(res.Seed, 10))
 			}
 			if len(xs) == 0 {

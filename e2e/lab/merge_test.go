@@ -72,7 +72,7 @@ func TestMergeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// safe / defaults above 90 %: 50/100 and 80/200, median 0.45; reward's failed starts 2/8.
-	for _, want := range []string{"| steady | safe | 0.45 (1,2) |", "| reward | reward |", "0.25 (1)", "Medians over seeds"} {
+	for _, want := range []string{"| steady | safe | - | - | - | 0.45 (1,2) |", "| reward | reward |", "0.25 (1)", "Medians over seeds"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("merged results.md lacks %q:\n%s", want, md)
 		}
@@ -129,5 +129,44 @@ func TestMergeOlderFileLeavesUnknownFiguresUnknown(t *testing.T) {
 	}
 	if len(back) != 2 || !back[0].Unknown["hot spell mean min"] || back[0].Unknown["placed"] || back[0].Figures.Placed != 50 {
 		t.Errorf("merged file read back as %+v", back)
+	}
+}
+
+// TestShareOfOracleReduction: each scheduler's ratio of cpu overload volume to the defaults' and
+// its share of the oracle's reduction, (defaults - X) / (defaults - oracle), seed by seed, by
+// hand: seed 1 defaults 100, oracle 20, workload-level 40 (share 0.75, ratio 0.4), safe 60 (0.5,
+// 0.6); seed 2 defaults 200, oracle 40, workload-level 80 (0.75, 0.4), safe 200 (0, 1); seed 3's
+// plan left its band (safe 0 there would raise its share) and is left out of ratios and medians.
+func TestShareOfOracleReduction(t *testing.T) {
+	res := func(sched string, seed uint64, vol float64, inBand bool) Result {
+		f := Figures{Overload: []float64{0, vol / 10, 0}, OverCPUVolume: vol, LoadLow: 0.6, LoadMean: 0.7, LoadHigh: 0.8, InBand: 1}
+		if !inBand {
+			f.LoadLow, f.LoadMean, f.LoadHigh, f.InBand = 1.2, 1.3, 1.4, 0
+		}
+		return Result{Workload: "steady", Scheduler: sched, Seed: seed, Figures: f}
+	}
+	results := []Result{
+		res("defaults", 1, 100, true), res("oracle", 1, 20, true), res("workload-level", 1, 40, true), res("safe", 1, 60, true),
+		res("defaults", 2, 200, true), res("oracle", 2, 40, true), res("workload-level", 2, 80, true), res("safe", 2, 200, true),
+		res("defaults", 3, 100, false), res("oracle", 3, 90, false), res("workload-level", 3, 95, false), res("safe", 3, 0, false),
+	}
+	table := ratioTable(results)
+	for _, want := range []string{
+		"| steady | oracle | 0.20 (1,2) | 1.00 (1,2) |",
+		"| steady | workload-level | 0.40 (1,2) | 0.75 (1,2) |",
+		"| steady | safe | 0.80 (1,2) | 0.25 (1,2) |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("ratio table lacks %q:\n%s", want, table)
+		}
+	}
+	dir := t.TempDir()
+	if err := writeReport(dir, "", results); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
+	if !strings.Contains(string(md), "out of band, left out: steady seed 3 (requested cpu 120-140 %)") ||
+		!strings.Contains(string(md), "| steady | safe | 2 | 130.0 |") {
+		t.Errorf("results.md does not leave seed 3 out of the medians (safe's median volume of seeds 1 and 2 is 130):\n%s", md)
 	}
 }

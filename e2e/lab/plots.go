@@ -14,9 +14,11 @@ import (
 )
 
 // writePlots writes, per workload: util-<w>.png (mean cpu utilization of the nodes in use over
-// time, one line per scheduler, first seed), hot-<w>.png (nodes above 90 %), nodes-<w>.png (nodes in use over time) and
-// overload-<w>.png (overloaded node-minutes above 90 %, median over seeds, per scheduler); merged
-// results, which keep no series, get the overload bars only.
+// time, one line per scheduler, first seed), hot-<w>.png (nodes above 90 %), volume-<w>.png (cpu
+// demanded above 90 %, cores), nodes-<w>.png (nodes in use over time), overload-<w>.png (the
+// overload volume, cpu core-minutes above 90 %, median over seeds, per scheduler) and
+// overload-nodemin-<w>.png (node-minutes above 90 %); merged results, which keep no series, get
+// the bars only.
 func writePlots(dir string, results []Result) error {
 	var works []string
 	byWork := map[string][]Result{}
@@ -40,39 +42,57 @@ func writePlots(dir string, results []Result) error {
 				return err
 			}
 		}
-		// Overload bars: median over seeds per scheduler, in first-seen order.
+		// Overload bars: median over seeds per scheduler (seeds within their load band), in
+		// first-seen order: the volume (the headline) and the node-minutes.
 		var names []string
-		vals := map[string][]float64{}
+		vol, nodeMin := map[string][]float64{}, map[string][]float64{}
 		for _, r := range rs {
-			if _, ok := vals[r.Scheduler]; !ok {
+			if outOfBand(r) {
+				continue
+			}
+			if _, ok := vol[r.Scheduler]; !ok {
 				names = append(names, r.Scheduler)
 			}
-			vals[r.Scheduler] = append(vals[r.Scheduler], r.Figures.Overload[1])
+			vol[r.Scheduler] = append(vol[r.Scheduler], r.Figures.OverCPUVolume)
+			nodeMin[r.Scheduler] = append(nodeMin[r.Scheduler], r.Figures.Overload[1])
 		}
-		var bars plotter.Values
-		for _, n := range names {
-			bars = append(bars, median(vals[n]))
+		if len(names) == 0 {
+			continue
 		}
-		p := plot.New()
-		p.Title.Text = w + ": overloaded node-minutes (usage > 90 %), median over seeds"
-		p.Y.Label.Text = "node-minutes"
-		b, err := plotter.NewBarChart(bars, vg.Points(22))
-		if err != nil {
+		if err := barPlot(filepath.Join(dir, "overload-"+w+".png"), w+": overload volume, cpu demanded above 90 % of allocatable, median over seeds",
+			"core-minutes", names, vol); err != nil {
 			return err
 		}
-		b.Color = color.RGBA{R: 200, G: 60, B: 40, A: 255}
-		p.Add(b)
-		p.NominalX(names...)
-		// Names slanted, so that long ones (pigeon-fewest, trimaran-lvrb) do not overlap.
-		p.X.Tick.Label.Rotation = math.Pi / 6
-		p.X.Tick.Label.XAlign = draw.XRight
-		p.X.Tick.Label.YAlign = draw.YCenter
-		width := max(7*vg.Inch, vg.Length(len(names))*0.7*vg.Inch) // room for every scheduler's name
-		if err := p.Save(width, 3.6*vg.Inch, filepath.Join(dir, "overload-"+w+".png")); err != nil {
+		if err := barPlot(filepath.Join(dir, "overload-nodemin-"+w+".png"), w+": overloaded node-minutes (usage > 90 %), median over seeds",
+			"node-minutes", names, nodeMin); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// barPlot writes one bar per name, the median of vals[name].
+func barPlot(file, title, ylabel string, names []string, vals map[string][]float64) error {
+	var bars plotter.Values
+	for _, n := range names {
+		bars = append(bars, median(vals[n]))
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	b, err := plotter.NewBarChart(bars, vg.Points(22))
+	if err != nil {
+		return err
+	}
+	b.Color = color.RGBA{R: 200, G: 60, B: 40, A: 255}
+	p.Add(b)
+	p.NominalX(names...)
+	// Names slanted, so that long ones (pigeon-fewest, trimaran-lvrb) do not overlap.
+	p.X.Tick.Label.Rotation = math.Pi / 6
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YCenter
+	width := max(7*vg.Inch, vg.Length(len(names))*0.7*vg.Inch) // room for every scheduler's name
+	return p.Save(width, 3.6*vg.Inch, file)
 }
 
 // linePlots writes workload w's utilization, hot nodes and nodes in use over time, a line per
@@ -87,6 +107,11 @@ func linePlots(dir, w string, first uint64, lines []Result) error {
 	hot := func(p Point) float64 { return float64(p.Hot) }
 	if err := linePlot(filepath.Join(dir, "hot-"+w+".png"),
 		fmt.Sprintf("%s (seed %d): nodes whose true usage is above 90 %%", w, first), "nodes", lines, hot); err != nil {
+		return err
+	}
+	over := func(p Point) float64 { return p.OverCPU }
+	if err := linePlot(filepath.Join(dir, "volume-"+w+".png"),
+		fmt.Sprintf("%s (seed %d): cpu demanded above 90 %% of the nodes' allocatable", w, first), "cores", lines, over); err != nil {
 		return err
 	}
 	if err := linePlot(filepath.Join(dir, "nodes-"+w+".png"),

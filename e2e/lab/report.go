@@ -22,6 +22,8 @@ var columns = []struct {
 	// set reads the column back (eval -merge).
 	set func(f *Figures, v float64)
 }{
+	{"overload >90% cpu core-min", func(f Figures) float64 { return f.OverCPUVolume }, 1, func(f *Figures, v float64) { f.OverCPUVolume = v }},
+	{"overload >90% mem GiB-min", func(f Figures) float64 { return f.OverMemVolume }, 1, func(f *Figures, v float64) { f.OverMemVolume = v }},
 	{"overload >80% node-min", func(f Figures) float64 { return f.Overload[0] }, 0, func(f *Figures, v float64) { f.Overload[0] = v }},
 	{"overload >90% node-min", func(f Figures) float64 { return f.Overload[1] }, 0, func(f *Figures, v float64) { f.Overload[1] = v }},
 	{"overload >100% node-min", func(f Figures) float64 { return f.Overload[2] }, 0, func(f *Figures, v float64) { f.Overload[2] = v }},
@@ -45,6 +47,10 @@ var columns = []struct {
 	{"evictions/h", func(f Figures) float64 { return f.EvictionsPerHour }, 1, func(f *Figures, v float64) { f.EvictionsPerHour = v }},
 	{"evictions / placed", func(f Figures) float64 { return f.EvictedShare }, 3, func(f *Figures, v float64) { f.EvictedShare = v }},
 	{"pods evicted >1", func(f Figures) float64 { return float64(f.EvictedAgain) }, 0, func(f *Figures, v float64) { f.EvictedAgain = int(v) }},
+	{"planned requested cpu min", func(f Figures) float64 { return f.LoadLow }, 2, func(f *Figures, v float64) { f.LoadLow = v }},
+	{"planned requested cpu mean", func(f Figures) float64 { return f.LoadMean }, 2, func(f *Figures, v float64) { f.LoadMean = v }},
+	{"planned requested cpu max", func(f Figures) float64 { return f.LoadHigh }, 2, func(f *Figures, v float64) { f.LoadHigh = v }},
+	{"load in band", func(f Figures) float64 { return f.InBand }, 0, func(f *Figures, v float64) { f.InBand = v }},
 	{"evicted twice <10 min", func(f Figures) float64 { return float64(f.EvictedQuickly) }, 0, func(f *Figures, v float64) { f.EvictedQuickly = int(v) }},
 }
 
@@ -103,11 +109,14 @@ func writeReport(dir, header string, results []Result) error {
 	}
 	// Medians over seeds, when there are several.
 	if multiSeed(results) {
-		fmt.Fprintf(&md, "\nMedians over seeds:\n\n| %s |\n|%s\n", strings.Join(append([]string{"workload", "scheduler", "seeds"}, head[3:]...), " | "), strings.Repeat("---|", len(head)))
+		fmt.Fprintf(&md, "\nMedians over seeds (the seeds whose planned load is within their workload's band)%s:\n\n| %s |\n|%s\n", outOfBandNote(results), strings.Join(append([]string{"workload", "scheduler", "seeds"}, head[3:]...), " | "), strings.Repeat("---|", len(head)))
 		type key struct{ w, s string }
 		groups := map[key][]Result{}
 		var order []key
 		for _, r := range results {
+			if outOfBand(r) {
+				continue
+			}
 			k := key{r.Workload, r.Scheduler}
 			if _, ok := groups[k]; !ok {
 				order = append(order, k)
@@ -151,6 +160,28 @@ func writeReport(dir, header string, results []Result) error {
 		return err
 	}
 	return f.Close()
+}
+
+// outOfBand tells whether r's planned load left its workload's band (a merged older run that
+// did not check counts as in band).
+func outOfBand(r Result) bool {
+	return !r.Unknown["load in band"] && r.Figures.InBand == 0 && r.Figures.LoadMean > 0
+}
+
+// outOfBandNote names the runs left out of the medians and ratios, if any.
+func outOfBandNote(results []Result) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range results {
+		if k := fmt.Sprintf("%s seed %d (requested cpu %.0f-%.0f %%)", r.Workload, r.Seed, 100*r.Figures.LoadLow, 100*r.Figures.LoadHigh); outOfBand(r) && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; out of band, left out: " + strings.Join(out, ", ")
 }
 
 func median(xs []float64) float64 {

@@ -62,6 +62,8 @@ type Point struct {
 	CPUInUse   float64 // mean cpu utilization of the nodes in use
 	NodesInUse int
 	Hot        int // nodes above 90 %
+	// OverCPU is the cpu (cores) demanded above 90 % of the nodes' allocatable, over all nodes.
+	OverCPU float64
 }
 
 // Result is one run: a workload, a scheduler, a seed.
@@ -538,7 +540,7 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 	// The scheduler.
 	schedName := labSchedulerName
 	var running *harness.RunningDeployment
-	var schedPort int // the scheduler's secure port, whose /metrics the run's end reads
+	var schedPort int   // the scheduler's secure port, whose /metrics the run's end reads
 	var planFile string // the reference schedulers' plan (Scheduler.Plan), written when the clock starts
 	if s.Config != "" {
 		opts := harness.SchedulerOptions{Name: "kube-scheduler " + s.Name, Config: []byte(s.Config), Args: []string{metricsAllowed}}
@@ -690,7 +692,8 @@ func Run(t harness.T, rc RunConfig, w Workload, s Scheduler, seed uint64) Result
 		}
 		if now-lastSample >= time.Minute || now >= rc.Duration {
 			cpu, mem, running := tr.usage(now)
-			s := Sample{Minute: now.Minutes(), Span: (now - lastSample).Minutes(), CPU: cpu, Mem: mem, Running: running}
+			s := Sample{Minute: now.Minutes(), Span: (now - lastSample).Minutes(), CPU: cpu, Mem: mem, Running: running,
+				CPUCores: float64(rc.Cluster.CPU) / 1000, MemGiB: float64(rc.Cluster.Memory) / (1 << 30)}
 			res.MaxGap = max(res.MaxGap, s.Span)
 			for i := range cpu {
 				s.CPU[i] /= float64(rc.Cluster.CPU)
@@ -827,9 +830,10 @@ func point(s Sample) Point {
 			p.NodesInUse++
 			sum += s.CPU[i]
 		}
-		if math.Max(s.CPU[i], s.Mem[i]) > 0.9 {
+		if math.Max(s.CPU[i], s.Mem[i]) > hotLevel {
 			p.Hot++
 		}
+		p.OverCPU += math.Max(0, s.CPU[i]-hotLevel) * s.CPUCores
 	}
 	if p.NodesInUse > 0 {
 		p.CPUInUse = sum / float64(p.NodesInUse)

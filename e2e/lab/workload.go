@@ -71,14 +71,6 @@ var podSizes = []struct {
 	weight float64
 }{{500, 0.3}, {1000, 0.35}, {2000, 0.25}, {4000, 0.1}}
 
-func meanPodCPU() float64 {
-	m := 0.0
-	for _, s := range podSizes {
-		m += float64(s.cpu) * s.weight
-	}
-	return m
-}
-
 // Generate builds workload name for cluster c over duration (simulated), mean pod run time
 // meanRun, from seed.
 func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint64, m Model) (Workload, error) {
@@ -126,7 +118,7 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 	default:
 		return w, fmt.Errorf("unknown workload %q (known: %v)", name, Workloads)
 	}
-	add := func(arrive, run time.Duration, kind string) {
+	add := func(arrive, run time.Duration, kind string) int64 {
 		p := PodPlan{Index: len(w.Pods), Arrive: arrive, Duration: run, Type: kind}
 		if m.Traces != nil {
 			task := m.Traces.Tasks[perm[p.Index%len(perm)]]
@@ -150,30 +142,37 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 			p.Fragile, p.Type = true, "fragile"
 		}
 		w.Pods = append(w.Pods, p)
+		return p.CPU
 	}
 	runFor := func(mean time.Duration) time.Duration {
 		d := time.Duration(r.ExpFloat64() * float64(mean))
 		return max(d, 2*time.Minute)
 	}
+	// Arrivals are counted in requested cpu, not in pods: the pods come as they are drawn (a
+	// size per workload, and one workload may hold a third of the pods), until their requests
+	// make the cpu wanted. A rate of pods computed from the sizes' mean would put a seed whose
+	// largest workload drew 4 cpu at 130 % of the cluster and one that drew 500m at 50 %.
+	//
 	// The cluster starts at its target load: pods arriving over the first two minutes, with
 	// remaining run times drawn from the same (memoryless) distribution.
-	initial := int(load(0) * total / meanPodCPU())
-	for range initial {
-		add(time.Duration(r.Float64()*float64(2*time.Minute)), runFor(meanRun), "service")
+	for budget := load(0) * total; budget > 0; {
+		budget -= float64(add(time.Duration(r.Float64()*float64(2*time.Minute)), runFor(meanRun), "service"))
 	}
-	// Then arrivals (Poisson, minute by minute) at the rate that holds the target load.
+	// Then, minute by minute, the requested cpu that holds the target load (the cpu of the pods
+	// ending per minute at that load), carried over from minute to minute.
+	carry := 0.0
 	for t := time.Duration(0); t < duration; t += time.Minute {
-		rate := load(t) * total / meanPodCPU() / meanRun.Minutes() // pods per minute
-		for range poisson(r, rate) {
-			add(t+time.Duration(r.Float64()*float64(time.Minute)), runFor(meanRun), "service")
+		carry += load(t) * total / meanRun.Minutes()
+		for carry > 0 {
+			carry -= float64(add(t+time.Duration(r.Float64()*float64(time.Minute)), runFor(meanRun), "service"))
 		}
 	}
 	if name == WorkBurst {
 		// A burst: a fifth of the cluster's cpu in batch pods arriving within three minutes at
 		// 40 % of the run, each running about half a mean run time.
 		at := time.Duration(0.4 * float64(duration))
-		for n := int(0.2 * total / meanPodCPU()); n > 0; n-- {
-			add(at+time.Duration(r.Float64()*float64(3*time.Minute)), runFor(meanRun/2), "batch")
+		for budget := 0.2 * total; budget > 0; {
+			budget -= float64(add(at+time.Duration(r.Float64()*float64(3*time.Minute)), runFor(meanRun/2), "batch"))
 		}
 	}
 	if name == WorkGang {
