@@ -13,6 +13,7 @@ import (
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
+	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
@@ -169,5 +170,36 @@ func TestDeparturesBounded(t *testing.T) {
 	h.OnDelete(cache.DeletedFinalStateUnknown{Obj: done}) // terminated already: no second departure
 	if l, _ := d.on("n"); len(l) != 1 || !l[0].left.Equal(now) {
 		t.Fatalf("after the first aged out and a termination: %+v", l)
+	}
+}
+
+// TestExplainContributors: explain names what the model projects a node at and its largest
+// contributors. Four web replicas (learned 2093.5m each) bound 90s before statistics of 2000m
+// used: projected 2000 + 4 × 1884 = 9536m; the replicas' estimates sum 8374m, the residual
+// 1162m.
+func TestExplainContributors(t *testing.T) {
+	stamp := learnedAt.Add(time.Hour)
+	node := bigNode("n", ann{nodestats.MeanFreeCPU: "14000", nodestats.StdFreeCPU: "100", nodestats.StatisticsTimestamp: stamp.Format(time.RFC3339)})
+	node.ResourceVersion = "1"
+	c := &indexedCluster{testCluster: testCluster{nodes: []*corev1.Node{node}}, generations: map[string]int64{}}
+	for _, n := range []string{"web-1", "web-2", "web-3", "web-4"} {
+		c.pods = append(c.pods, boundAt(webPod(n, "1", "1Gi"), "n", stamp.Add(-90*time.Second)))
+	}
+	c.pods = append(c.pods, boundAt(fixtures.MakePod().Name("plain").Container("c", "", fixtures.Res{corev1.ResourceCPU: "500m"}).Obj(), "n", stamp.Add(-90*time.Second)))
+	c.touch("n")
+	h := framework.NewHandle(nil)
+	h.Cluster, h.NodePods = c, c
+	var handler cache.ResourceEventHandler
+	h.PodEvents = podEventsFunc{&handler}
+	a, err := NewWithEstimator(config(func(c *Config) { c.Filter = FilterPod }), h, followerOf(t, 0.9, learnedShards(t, 10, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.now = func() time.Time { return stamp.Add(time.Minute) }
+	in := a.Explain(context.Background(), "predicates", FilterOverload, webPod("next", "1", "1Gi"), c.nodes)
+	// + the plain pod: 0.9 × 500 = 450: projected 9986m; estimates 8874m; residual 1112m.
+	want := "n projected 10.0 of 16.0 cpu: app/shop/web x4 (p90 2.1 each), 1 pods at their request (0.5 each), residual 1.1"
+	if got := in[0]["projected"]; got != want {
+		t.Errorf("projected %q, want %q", got, want)
 	}
 }
