@@ -15,7 +15,7 @@ func TestLoadInBandEverySeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := TraceModel(dir, DefaultCPUScale)
+	m, err := TraceModel(dir, DefaultTraceDay, DefaultCPUScale)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ func main() {
 		"workload, scheduler and seed), and run nothing")
 	usage := flag.String("usage", UsageTrace, "pods' true usage: trace (Google 2011 task ratios, PlanetLab daily shapes; docs/quality.md) or synthetic (the lab's own model)")
 	cpuScale := flag.Float64("trace-cpu-scale", DefaultCPUScale, "-usage trace: factor on every task's cpu usage/request ratio")
+	traceDay := flag.String("trace-day", DefaultTraceDay, "-usage trace: the PlanetLab day whose VMs shape the pods' cpu over time (a fixture planetlab-<day>.csv in -traces: 20110303, 20110322)")
 	traceDir := flag.String("traces", "", "-usage trace: folder of the trace fixtures (default: <repo>/e2e/testdata/traces)")
 	ownerObjects := flag.Bool("owner-objects", false, "create each service workload's ReplicaSet (no replicas), so that kube-scheduler's default spreading sees a pod's siblings as in a cluster; without it pods carry only the owner reference")
 	estimate := flag.Bool("estimate", false, "print how well requests and workload history predict the pods' usage for -workloads and -seeds, and run nothing")
@@ -139,8 +140,8 @@ func main() {
 			}
 		}
 		var err error
-		if rc.Model, err = TraceModel(dir, *cpuScale); err != nil {
-			fail("-usage trace: %v", err)
+		if rc.Model, err = TraceModel(dir, *traceDay, *cpuScale); err != nil {
+			fail("-usage trace, -trace-day: %v", err)
 		}
 	default:
 		fail("-usage: %q is neither %s nor %s", *usage, UsageTrace, UsageSynthetic)

@@ -48,9 +48,10 @@ func (m Model) Name() string {
 	return UsageSynthetic
 }
 
-// TraceModel is the trace-driven model on the fixtures of dir, cpu ratios scaled by scale.
-func TraceModel(dir string, scale float64) (Model, error) {
-	t, err := LoadTraces(dir)
+// TraceModel is the trace-driven model on the fixtures of dir, PlanetLab's day day, cpu ratios
+// scaled by scale.
+func TraceModel(dir, day string, scale float64) (Model, error) {
+	t, err := LoadTraces(dir, day)
 	if err != nil {
 		return Model{}, err
 	}

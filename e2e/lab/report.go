@@ -81,7 +81,7 @@ func usageName(m Model) string {
 	if m.Traces == nil {
 		return UsageSynthetic
 	}
-	return fmt.Sprintf("%s (cpu ratios x %g, cpu at most %gx the request)", UsageTrace, m.CPUScale, m.CPUCap)
+	return fmt.Sprintf("%s (PlanetLab day %s; cpu ratios x %g, cpu at most %gx the request)", UsageTrace, m.Traces.Day, m.CPUScale, m.CPUCap)
 }
 
 // writeReport writes results.md (header, every result, medians over seeds and ratios to the

@@ -31,7 +31,7 @@ func TestLabSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := TraceModel(dir, DefaultCPUScale)
+	model, err := TraceModel(dir, DefaultTraceDay, DefaultCPUScale)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
@@ -16,8 +17,10 @@ import (
 // Trace fixtures (e2e/testdata/traces, derived by ./lab/tracegen; NOTICE there names the
 // sources, their licences and the transformation).
 const (
-	googleFixture    = "google2011-tasks.csv"
-	planetlabFixture = "planetlab-20110303.csv"
+	googleFixture = "google2011-tasks.csv"
+	// DefaultTraceDay is -trace-day's default: the PlanetLab day of every published table
+	// before issue 52; planetlab-<day>.csv is its fixture.
+	DefaultTraceDay = "20110303"
 	// planetlabStep is the PlanetLab traces' sampling period.
 	planetlabStep = 5 * time.Minute
 )
@@ -30,10 +33,22 @@ type TraceTask struct {
 }
 
 // Traces are the loaded fixtures: Google tasks (usage/request ratios grouped by job) and
-// PlanetLab VMs' cpu utilization over a day, each normalized to its day's mean.
+// PlanetLab VMs' cpu utilization over a day (Day, as CloudSim names its folders: 20110303),
+// each normalized to its day's mean.
 type Traces struct {
 	Tasks  []TraceTask
 	Shapes []Shape
+	Day    string
+}
+
+// TraceDays are the PlanetLab days with a fixture in dir (planetlab-<day>.csv).
+func TraceDays(dir string) []string {
+	matches, _ := filepath.Glob(filepath.Join(dir, "planetlab-*.csv"))
+	var days []string
+	for _, m := range matches {
+		days = append(days, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "planetlab-"), ".csv"))
+	}
+	return days
 }
 
 // Shape is one PlanetLab VM's cpu utilization at 5-minute steps over a day divided by its
@@ -64,9 +79,12 @@ func tracesDir() (string, error) {
 	return filepath.Join(root, "e2e", "testdata", "traces"), nil
 }
 
-// LoadTraces reads the fixtures in dir.
-func LoadTraces(dir string) (*Traces, error) {
-	tr := &Traces{}
+// LoadTraces reads the fixtures in dir: the Google tasks and PlanetLab's day.
+func LoadTraces(dir, day string) (*Traces, error) {
+	tr := &Traces{Day: day}
+	if _, err := os.Stat(filepath.Join(dir, "planetlab-"+day+".csv")); err != nil {
+		return nil, fmt.Errorf("no PlanetLab fixture for day %q in %s (days there: %v)", day, dir, TraceDays(dir))
+	}
 	err := readCSV(filepath.Join(dir, googleFixture), true, func(rec []string) error {
 		if len(rec) != 7 {
 			return fmt.Errorf("%d fields, want 7 (job_id,task_index,cpu_request,memory_request,cpu_ratio,cpu_max_ratio,memory_ratio)", len(rec))
@@ -85,7 +103,7 @@ func LoadTraces(dir string) (*Traces, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = readCSV(filepath.Join(dir, planetlabFixture), false, func(rec []string) error {
+	err = readCSV(filepath.Join(dir, "planetlab-"+day+".csv"), false, func(rec []string) error {
 		if len(rec) != 289 {
 			return fmt.Errorf("%d fields, want a name and 288 five-minute values", len(rec))
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,7 +15,7 @@ func TestTraceWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := TraceModel(dir, 3)
+	m, err := TraceModel(dir, DefaultTraceDay, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +125,44 @@ func TestEstimateByHand(t *testing.T) {
 		if math.Abs(c[0]-c[1]) > 1e-9 {
 			t.Errorf("%s: %v, want %v", name, c[0], c[1])
 		}
+	}
+}
+
+// TestTraceDays: both committed PlanetLab days load (every VM's shape of mean 1, at least 10 %
+// mean utilization kept as tracegen's rule says), they differ, the default day is the one every
+// table before issue 52 used, and an unknown day is refused naming the days there are.
+func TestTraceDays(t *testing.T) {
+	dir, err := tracesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if DefaultTraceDay != "20110303" {
+		t.Errorf("default day %s: the published tables are of 20110303", DefaultTraceDay)
+	}
+	a, err := LoadTraces(dir, "20110303")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadTraces(dir, "20110322")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Shapes) != 403 || len(b.Shapes) != 486 || b.Day != "20110322" {
+		t.Errorf("%d and %d VMs (day %s), want 403 and 486 (tracegen's 10 %% rule)", len(a.Shapes), len(b.Shapes), b.Day)
+	}
+	for _, s := range b.Shapes {
+		sum := 0.0
+		for _, v := range s.Values {
+			sum += v
+		}
+		if sum/288 < 0.999 || sum/288 > 1.001 {
+			t.Fatalf("VM %s: mean %v, want 1", s.Name, sum/288)
+		}
+	}
+	if a.Shapes[0].Name == b.Shapes[0].Name && a.Shapes[0].Values[0] == b.Shapes[0].Values[0] {
+		t.Error("the two days' first VMs are the same")
+	}
+	if _, err := LoadTraces(dir, "20990101"); err == nil || !strings.Contains(err.Error(), "20110322") {
+		t.Errorf("unknown day: %v", err)
 	}
 }

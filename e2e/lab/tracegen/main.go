@@ -4,11 +4,13 @@
 //
 //	go run ./lab/tracegen -google-usage task_usage.csv -google-events task_events-00000.csv.gz \
 //	    -planetlab planetlab/20110303 -out testdata/traces
+//	go run ./lab/tracegen -planetlab planetlab/20110322 -out testdata/traces   # another day only
 //
 // It writes google2011-tasks.csv (one row per task of the Google cluster trace 2011 that has a
 // usage record and a cpu and memory request: its job, its requests and its usage/request ratios)
-// and planetlab-20110303.csv (one row per PlanetLab VM of that day whose mean cpu utilization
-// is at least -planetlab-min-mean percent: its 288 five-minute utilizations).
+// and planetlab-<day>.csv, named after the day's folder (one row per PlanetLab VM of that day
+// whose mean cpu utilization is at least -planetlab-min-mean percent: its 288 five-minute
+// utilizations).
 package main
 
 import (
@@ -32,15 +34,17 @@ func main() {
 	minMean := flag.Float64("planetlab-min-mean", 10, "keep PlanetLab VMs whose mean cpu utilization is at least this percent")
 	out := flag.String("out", "", "folder to write the fixtures into")
 	flag.Parse()
-	if *usage == "" || *events == "" || *planet == "" || *out == "" {
-		fmt.Fprintln(os.Stderr, "tracegen: need -google-usage, -google-events, -planetlab and -out")
+	if (*usage == "") != (*events == "") || *planet == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "tracegen: need -planetlab and -out, and -google-usage with -google-events (or neither: the PlanetLab day only)")
 		os.Exit(2)
 	}
-	if err := google(*usage, *events, filepath.Join(*out, "google2011-tasks.csv")); err != nil {
-		fmt.Fprintf(os.Stderr, "tracegen: %v\n", err)
-		os.Exit(1)
+	if *usage != "" {
+		if err := google(*usage, *events, filepath.Join(*out, "google2011-tasks.csv")); err != nil {
+			fmt.Fprintf(os.Stderr, "tracegen: %v\n", err)
+			os.Exit(1)
+		}
 	}
-	if err := planetlab(*planet, *minMean, filepath.Join(*out, "planetlab-20110303.csv")); err != nil {
+	if err := planetlab(*planet, *minMean, filepath.Join(*out, planetlabFile(*planet))); err != nil {
 		fmt.Fprintf(os.Stderr, "tracegen: %v\n", err)
 		os.Exit(1)
 	}
@@ -161,6 +165,12 @@ func google(usagePath, eventsPath, out string) error {
 	}
 	fmt.Fprintf(os.Stderr, "tracegen: %s: %d tasks (of %d with usage)\n", out, n, len(order))
 	return os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+// planetlabFile is the fixture's name for the day folder dir (CloudSim names them by date):
+// planetlab-20110303.csv for planetlab/20110303.
+func planetlabFile(dir string) string {
+	return "planetlab-" + filepath.Base(filepath.Clean(dir)) + ".csv"
 }
 
 // planetlab writes the VMs of dir whose mean utilization is at least minMean, one row each:

@@ -56,6 +56,9 @@ func TestPlanetlab(t *testing.T) {
 	if want := "busy_vm," + strings.TrimSuffix(strings.ReplaceAll(day("20"), "\n", ","), ",") + "\n"; string(got) != want {
 		t.Errorf("got %q", got)
 	}
+	if got := planetlabFile("raw/planetlab/20110322/"); got != "planetlab-20110322.csv" {
+		t.Errorf("the fixture of planetlab/20110322 is named %q", got)
+	}
 	os.WriteFile(filepath.Join(dir, "short"), []byte("1\n2\n"), 0o644)
 	if err := planetlab(dir, 10, out); err == nil || !strings.Contains(err.Error(), "short") {
 		t.Errorf("a short file: error %v", err)
