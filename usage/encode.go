@@ -42,13 +42,20 @@ type recordEstimate struct {
 }
 
 // histRecord is a histogram: weights from bucket Lo on, relative to Ref (Unix milliseconds),
-// scaled so that the largest is 1000 and rounded to 3 significant digits.
+// scaled so that the largest is 1000 and rounded to 3 significant digits on the safe side
+// (encodeHist).
 type histRecord struct {
 	Ref int64     `json:"ref"`
 	Lo  int       `json:"lo"`
 	W   []float64 `json:"w"`
 }
 
+// encodeHist scales hg so that its largest weight is 1000 and rounds every weight down to 3
+// significant digits (below 0.01: 0), carrying what the rounding took into the next bucket up;
+// the last bucket holding weight takes the remainder, rounded up. So the stored weight below
+// any bucket's end is never more than the true one, and the total never less: no percentile
+// of the stored histogram is lower than the histogram's (rounding each weight to nearest
+// could move a percentile down by buckets where the cumulative weight is flat or tied).
 func encodeHist(hg *histogram, h time.Duration) *histRecord {
 	if hg.empty() {
 		return nil
@@ -58,28 +65,48 @@ func encodeHist(hg *histogram, h time.Duration) *histRecord {
 	shift := time.Duration(math.Log2(top/1000) * float64(h))
 	ref := hg.ref.Add(shift).Truncate(time.Millisecond)
 	f := math.Exp2(float64(hg.ref.Sub(ref)) / float64(h))
-	w := make([]float64, len(hg.w))
-	for i, x := range hg.w {
-		w[i] = round3(x * f)
+	last := len(hg.w) - 1
+	for last > 0 && hg.w[last] == 0 {
+		last--
 	}
-	// Trim edges rounded to nothing.
-	a, b := 0, len(w)
-	for a < b && w[a] == 0 {
+	w := make([]float64, last+1)
+	carry := 0.0
+	for i, x := range hg.w[:last+1] {
+		x = x*f + carry
+		if i == last {
+			w[i] = ceil3(x)
+			break
+		}
+		w[i] = floor3(x)
+		carry = x - w[i]
+	}
+	// Trim the low edge rounded to nothing (the high edge ends with weight).
+	a := 0
+	for a < len(w) && w[a] == 0 {
 		a++
 	}
-	for b > a && w[b-1] == 0 {
-		b--
-	}
-	return &histRecord{Ref: ref.UnixMilli(), Lo: hg.lo + a, W: w[a:b]}
+	return &histRecord{Ref: ref.UnixMilli(), Lo: hg.lo + a, W: w[a:]}
 }
 
-// round3 rounds to 3 significant digits; below 0.01 (of 1000 at the top) is 0.
-func round3(x float64) float64 {
+// sig3 is the power of ten that makes x's 3 significant digits an integer.
+func sig3(x float64) float64 { return math.Pow(10, 2-math.Floor(math.Log10(x))) }
+
+// floor3 rounds x down to 3 significant digits; below 0.01 (of 1000 at the top) is 0.
+func floor3(x float64) float64 {
 	if x < 0.01 {
 		return 0
 	}
-	p := math.Pow(10, 2-math.Floor(math.Log10(x)))
-	return math.Round(x*p) / p
+	p := sig3(x)
+	return min(x, math.Floor(x*p)/p)
+}
+
+// ceil3 rounds x up to 3 significant digits, however small.
+func ceil3(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	p := sig3(x)
+	return max(x, math.Ceil(x*p)/p)
 }
 
 func (r *histRecord) decode(what string) (histogram, error) {

@@ -52,9 +52,14 @@ func bucketOf(v float64) int {
 // before the reference moves (as VPA's decaying histogram): weights stay below 2^maxDecayExponent.
 const maxDecayExponent = 50
 
-// pruneBelow: after a reference shift, edge buckets holding less than this share of the total
-// weight are dropped (VPA's epsilon), so that a histogram's span follows the recent samples.
+// pruneBelow: after a reference shift, the low edge's buckets holding less than this share of
+// the total weight are folded into the first bucket kept, so that a histogram's span follows
+// the recent samples without losing their mass (VPA's epsilon drops it).
 const pruneBelow = 1e-4
+
+// tieSlack: a cumulative weight within this relative distance of a percentile's threshold is a
+// tie, read on the safe (high) side, whatever the order of the floating-point sums.
+const tieSlack = 1e-9
 
 // histogram is a decaying histogram of ratios (VPA's decayingHistogram): a sample at time t
 // weighs 2^((t - ref) / halfLife) against the reference time ref, so that an older sample
@@ -105,37 +110,47 @@ func (hg *histogram) shift(ref time.Time, h time.Duration) {
 	hg.ref = ref
 }
 
-// prune drops the edge buckets holding a negligible share of the weight.
+// prune folds the low edge's buckets holding a negligible share of the weight into the first
+// bucket kept, and drops the high edge's buckets left with no weight at all (a weight that
+// decayed to nothing). The mass stays: a percentile never reads lower for a prune (the low
+// edge's mass moves up; the high edge's is kept, since dropping even a sliver of it lowers a
+// percentile whose cumulative weight is flat there, such as p95 between the modes of a
+// workload that is 5 % of the time high).
 func (hg *histogram) prune() {
 	eps := hg.total * pruneBelow
 	a, b := 0, len(hg.w)
-	for a < b && hg.w[a] <= eps {
-		a++
-	}
-	for b > a && hg.w[b-1] <= eps {
+	for b > 0 && hg.w[b-1] == 0 {
 		b--
+	}
+	folded := 0.0
+	for a < b-1 && hg.w[a] <= eps {
+		folded += hg.w[a]
+		a++
 	}
 	if a == b {
 		*hg = histogram{}
 		return
 	}
 	if a > 0 || b < len(hg.w) {
+		w := append([]float64(nil), hg.w[a:b]...)
+		w[0] += folded
 		hg.total = 0
-		for _, x := range hg.w[a:b] {
+		for _, x := range w {
 			hg.total += x
 		}
-		hg.w = append([]float64(nil), hg.w[a:b]...)
+		hg.w = w
 		hg.lo += a
 	}
 }
 
 // percentile returns the end of the bucket where the cumulative weight first reaches p of the
-// total (the start of the last bucket, which has no end), as VPA's; 0 when empty.
+// total (the start of the last bucket, which has no end), as VPA's, a tie (tieSlack) going to
+// the next bucket holding weight; 0 when empty.
 func (hg *histogram) percentile(p float64) float64 {
 	if hg.total <= 0 {
 		return 0
 	}
-	threshold, sum := p*hg.total, 0.0
+	threshold, sum := p*hg.total*(1+tieSlack), 0.0
 	i := 0
 	for ; i < len(hg.w)-1; i++ {
 		sum += hg.w[i]
