@@ -248,3 +248,32 @@ func BenchmarkEstimate(b *testing.B) {
 		})
 	}
 }
+
+// TestLearnedSpread: a workload whose web pods (1 cpu) use 3 cpu in 3 samples of 10 and 1 cpu
+// in the others has its p90 at the end of 3's bucket (0.2 (1.05^57 - 1) = 3.0272) and its median
+// at the end of 1's (0.2 (1.05^37 - 1) = 1.0163): spread (3.0272 - 1.0163) / z(0.9) (1.2816) =
+// 1.5691 of the request, 1569.1m. A constant workload has none.
+func TestLearnedSpread(t *testing.T) {
+	cfg := usage.DefaultConfig()
+	cfg.MinObservations, cfg.MinSpan = 5, time.Minute
+	w, err := usage.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		ratio := 1.0
+		if i < 3 {
+			ratio = 3
+		}
+		w.Observe(webPod("web-1", "1", "1Gi"), ratio, ratio*(1<<30), learnedAt.Add(time.Duration(i)*time.Minute))
+	}
+	shards, _, _ := w.Shards(1, 1<<20)
+	e := followerOf(t, 0.9, shards).Estimate(webPod("web-2", "1", "1Gi"))
+	hi, mid := 0.2*(math.Pow(1.05, 57)-1), 0.2*(math.Pow(1.05, 37)-1)
+	if want := (hi - mid) / 1.2815515655446004 * 1000; !e.Learned || !closeTo(e.CPU, 1000*hi) || !closeTo(e.SpreadCPU, want) {
+		t.Errorf("estimate %+v, want cpu %.1f spread %.1f", e, 1000*hi, want)
+	}
+	if e := followerOf(t, 0.9, learnedShards(t, 10, 2)).Estimate(webPod("web-2", "1", "1Gi")); e.SpreadCPU != 0 || e.SpreadMemory != 0 {
+		t.Errorf("constant workload: spread %v, %v; want 0", e.SpreadCPU, e.SpreadMemory)
+	}
+}
