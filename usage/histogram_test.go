@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -47,19 +48,17 @@ type sample struct {
 	t time.Time
 }
 
+// byValue is a copy of samples sorted by value (stable: equal values keep their order).
+func byValue(samples []sample) []sample {
+	s := slices.Clone(samples)
+	slices.SortStableFunc(s, func(a, b sample) int { return cmp.Compare(a.v, b.v) })
+	return s
+}
+
 // exactPercentile is the weighted percentile computed from the samples themselves: the
 // smallest value whose cumulative weight 2^(t / h) reaches p of the total.
 func exactPercentile(samples []sample, p float64, h time.Duration) float64 {
-	s := slices.Clone(samples)
-	slices.SortFunc(s, func(a, b sample) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
+	s := byValue(samples)
 	weight := func(x sample) float64 { return math.Exp2(float64(x.t.Sub(t0)) / float64(h)) }
 	total := 0.0
 	for _, x := range s {

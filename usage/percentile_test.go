@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 )
@@ -20,16 +19,7 @@ import (
 // smallest value whose cumulative weight exceeds p of the total; a tie (a cumulative weight of
 // exactly p of the total, to 1e-9) goes to the next value, the safe side.
 func safeExact(samples []sample, p float64, h time.Duration) float64 {
-	s := slices.Clone(samples)
-	slices.SortStableFunc(s, func(a, b sample) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
+	s := byValue(samples)
 	last := samples[len(samples)-1].t
 	weight := func(x sample) float64 { return math.Exp2(float64(x.t.Sub(last)) / float64(h)) }
 	total := 0.0

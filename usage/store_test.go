@@ -170,24 +170,32 @@ func TestDataKey(t *testing.T) {
 	}
 }
 
+// writtenWeb is a writer's learner (at p90) that saw the workload shop/web 10 times, written
+// by the leader of its store (2 shards) through client.
+func writtenWeb(t *testing.T, client *fake.Clientset) (*Learner, *Store, *corev1.Pod) {
+	t.Helper()
+	w := testLearner(t, nil)
+	web := webPod("shop", "web", "1", "1Gi")
+	for i := range 10 {
+		w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
+	}
+	s := testStore(client, w, 2)
+	if err := s.TakeOver(t.Context()); err != nil { // the leader: it writes at once
+		t.Fatal(err)
+	}
+	if err := s.Flush(t.Context(), t0); err != nil {
+		t.Fatal(err)
+	}
+	return w, s, web
+}
+
 // A reader that estimates at another percentile than the writer's is warned, once: the writer's
 // error metric and drift alert then measure estimates placement does not use.
 func TestFollowWarnsOfAnotherPercentile(t *testing.T) {
 	for _, readerPercentile := range []float64{0.9, 0.95} {
 		ctx := t.Context()
 		client := fake.NewClientset()
-		w := testLearner(t, nil) // the writer estimates at 0.9
-		web := webPod("shop", "web", "1", "1Gi")
-		for i := range 10 {
-			w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
-		}
-		s := testStore(client, w, 2)
-		if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
-			t.Fatal(err)
-		}
-		if err := s.Flush(ctx, t0); err != nil {
-			t.Fatal(err)
-		}
+		_, _, web := writtenWeb(t, client) // the writer estimates at 0.9
 		r, err := NewFollower(readerPercentile, 100)
 		if err != nil {
 			t.Fatal(err)
@@ -222,18 +230,7 @@ func TestFollowWarnsOfAnotherPercentile(t *testing.T) {
 func TestFollow(t *testing.T) {
 	ctx := t.Context()
 	client := fake.NewClientset()
-	w := testLearner(t, nil)
-	web := webPod("shop", "web", "1", "1Gi")
-	for i := range 10 {
-		w.Observe(web, 2, 1<<30, t0.Add(time.Duration(i)*time.Minute))
-	}
-	s := testStore(client, w, 2)
-	if err := s.TakeOver(ctx); err != nil { // the leader: it writes at once
-		t.Fatal(err)
-	}
-	if err := s.Flush(ctx, t0); err != nil {
-		t.Fatal(err)
-	}
+	w, s, web := writtenWeb(t, client)
 	r := testLearner(t, nil)
 	inf, f := ConfigMapInformer(client, "kube-system")
 	if err := Follow(r, inf, "usage", quietLog()); err != nil {

@@ -119,19 +119,37 @@ func addProblem(problems map[string]string, node, msg string) {
 	problems[node] = msg
 }
 
-// queryRange runs one range query and returns the samples by node name.
-func (p *Prometheus) queryRange(ctx context.Context, what, q string, r promv1.Range, index map[string]string,
-	problems map[string]string) (map[string][]float64, error) {
+// ask runs one query within the timeout, instant at now or over r when r is not nil, and
+// checks that the answer is an instant vector (instant) or a range vector (over r).
+func (p *Prometheus) ask(ctx context.Context, what, q string, now time.Time, r *promv1.Range) (model.Value, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	val, _, _, err := p.api.QueryRange(ctx, q, r)
+	var val model.Value
+	var err error
+	want, kind := model.ValVector, "an instant vector"
+	if r != nil {
+		val, _, _, err = p.api.QueryRange(ctx, q, *r)
+		want, kind = model.ValMatrix, "a range vector"
+	} else {
+		val, _, _, err = p.api.Query(ctx, q, now)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %s query %q: %w", what, q, err)
 	}
-	matrix, ok := val.(model.Matrix)
-	if !ok {
-		return nil, fmt.Errorf("prometheus %s query %q returned a %s, not a range vector", what, q, val.Type())
+	if val.Type() != want {
+		return nil, fmt.Errorf("prometheus %s query %q returned a %s, not %s", what, q, val.Type(), kind)
 	}
+	return val, nil
+}
+
+// queryRange runs one range query and returns the samples by node name.
+func (p *Prometheus) queryRange(ctx context.Context, what, q string, r promv1.Range, index map[string]string,
+	problems map[string]string) (map[string][]float64, error) {
+	val, err := p.ask(ctx, what, q, time.Time{}, &r)
+	if err != nil {
+		return nil, err
+	}
+	matrix := val.(model.Matrix)
 	out := map[string][]float64{}
 	for _, s := range matrix {
 		node, ok := index[matchKey(string(s.Metric[p.label]))]
@@ -181,16 +199,11 @@ type podKey struct{ ns, pod string }
 
 // query runs one instant query and returns the values by pod.
 func (p *Prometheus) query(ctx context.Context, what, q string, now time.Time) (map[podKey]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
-	val, _, _, err := p.api.Query(ctx, q, now)
+	val, err := p.ask(ctx, what, q, now, nil)
 	if err != nil {
-		return nil, fmt.Errorf("prometheus %s query %q: %w", what, q, err)
+		return nil, err
 	}
-	vec, ok := val.(model.Vector)
-	if !ok {
-		return nil, fmt.Errorf("prometheus %s query %q returned a %s, not an instant vector", what, q, val.Type())
-	}
+	vec := val.(model.Vector)
 	out := make(map[podKey]float64, len(vec))
 	for _, s := range vec {
 		k := podKey{string(s.Metric["namespace"]), string(s.Metric["pod"])}
