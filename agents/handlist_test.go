@@ -2,10 +2,15 @@ package agents_test
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,6 +177,134 @@ func TestHandLists(t *testing.T) {
 			got := handLists([]byte(tc.text), names, tc.markdown)
 			if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
 				t.Errorf("lines %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// someAgentsByName are the Go literals naming two or more agents that are not a list of agents
+// kept by hand, by file and the names in the literal's order, with why. Anything else
+// TestNoPartialHandListOfAgents finds is a partial list: derive it from the registry (an
+// agent's Offer says what it offers and needs, e.g. framework.ClusterNone, ClusterInformers).
+var someAgentsByName = map[string]string{
+	"e2e/lab/merge.go reward,gang":                                                  "workloads of the lab named after the agents they exercise, not agents",
+	"e2e/yaml_test.go safe,congestion":                                              "the agents of the shipped extender.safe.congestion*.yaml, named by the file",
+	"e2e/yaml_test.go safe,pigeon":                                                  "the agents of the shipped extender.safe.pigeon.yaml, named by the file",
+	"internal/deploygen/schedconfig/schedconfig_test.go safe,congestion":            "the options of the shipped extender.safe.congestion.yaml, named by the file",
+	"internal/deploygen/schedconfig/schedconfig_test.go safe,pigeon":                "the options of the shipped extender.safe.pigeon.yaml, named by the file",
+	"internal/deploygen/schedconfig/schedconfig_test.go congestion,safe,congestion": "an input of the generator's order and duplicate test",
+	"internal/deploygen/schedconfig/schedconfig_test.go safe,telemetry":             "an input of the TAS resource test",
+	"e2e/plugins_test.go congestion,reward":                                         "plugin names (safe-overload, pigeon-holing, ...) the chart enables, two of which are also agents' names",
+}
+
+// agentLiterals returns, for Go source, each composite literal (a slice, array or map literal,
+// its elements or keys) holding two or more agent names as string literals: "line names".
+func agentLiterals(src []byte, names []string) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.CompositeLit)
+		if !ok {
+			return true
+		}
+		var found []string
+		for _, e := range lit.Elts {
+			if kv, ok := e.(*ast.KeyValueExpr); ok {
+				e = kv.Key
+			}
+			if b, ok := e.(*ast.BasicLit); ok && b.Kind == token.STRING {
+				if v, err := strconv.Unquote(b.Value); err == nil && slices.Contains(names, v) {
+					found = append(found, v)
+				}
+			}
+		}
+		if len(found) >= 2 {
+			out = append(out, strconv.Itoa(fset.Position(lit.Pos()).Line)+" "+strings.Join(found, ","))
+		}
+		return true
+	})
+	return out, nil
+}
+
+// No Go file outside the registry keeps a list of SOME agents by name (a literal of two or more
+// agent names: []string{"gang", "reward", "telemetry"}), which TestNoHandListOfAgents, looking
+// for every agent, cannot see: what such a list says of its agents (end to end only, no cluster
+// access) belongs in their Offer, where the next agent says it too.
+func TestNoPartialHandListOfAgents(t *testing.T) {
+	var names []string
+	for _, r := range agents.All {
+		names = append(names, r.Name)
+	}
+	allowed := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		// The registry, and this file's own examples.
+		if !strings.HasSuffix(rel, ".go") || rel == "agents/agents.go" || rel == "agents/handlist_test.go" {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lits, err := agentLiterals(src, names)
+		if err != nil {
+			return err
+		}
+		for _, l := range lits {
+			line, list, _ := strings.Cut(l, " ")
+			if key := rel + " " + list; someAgentsByName[key] != "" {
+				allowed[key] = true
+				continue
+			}
+			t.Errorf("%s:%s lists the agents %s by name: say what they share in their Offer (framework/registration.go) and derive the list from agents.All, or add it to someAgentsByName with why it is no list of agents",
+				rel, line, list)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range someAgentsByName {
+		if !allowed[key] {
+			t.Errorf("someAgentsByName: %q is found no more: remove it", key)
+		}
+	}
+}
+
+// The literal scan finds slices and map keys of two or more agent names, and nothing else.
+func TestAgentLiterals(t *testing.T) {
+	names := []string{"safe", "congestion", "gang"}
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"a slice", "package p\nvar l = []string{\"gang\", \"x\", \"safe\"}\n", []string{"2 gang,safe"}},
+		{"map keys", "package p\nvar m = map[string]int{\"safe\": 1, \"congestion\": 2}\n", []string{"2 safe,congestion"}},
+		{"one name", "package p\nvar l = []string{\"gang\", \"x\"}\n", nil},
+		{"map values", "package p\nvar m = map[string]string{\"a\": \"safe\", \"b\": \"gang\"}\n", nil},
+		{"a string", "package p\nconst s = \"safe,gang\"\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := agentLiterals([]byte(tc.src), names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

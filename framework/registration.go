@@ -17,8 +17,9 @@ type Config interface {
 
 // Offer is what an agent offers, known without building it: the names of its functions (its
 // routes /scheduler/predicates/<name> and /scheduler/priorities/<name> in the extender, its
-// plugins' names in kube-scheduler) and how the shipped deployments call it (package
-// internal/deploygen/schedconfig writes yamlfiles/extender.*.yaml from it). The agent New builds offers
+// plugins' names in kube-scheduler), how the shipped deployments call it (package
+// internal/deploygen/schedconfig writes yamlfiles/extender.*.yaml from it) and what it needs of
+// the cluster. The agent New builds offers
 // exactly these functions, whatever its configuration: Registration.New checks it.
 type Offer struct {
 	// Filters names the agent's filter functions, in the order Agent.Filters returns them.
@@ -44,7 +45,29 @@ type Offer struct {
 	// (its backlog too), and reading the whole cluster all the same is a defect the adapter logs
 	// and then refuses to sign.
 	WholeCluster bool
+	// Cluster is what the agent needs of the cluster beyond the scheduler's request: the shipped
+	// deployments and the tests that compare its two modes read it, so that no list of agents by
+	// name says it.
+	Cluster ClusterNeed
 }
+
+// ClusterNeed is what an agent needs of the cluster beyond the scheduler's request.
+type ClusterNeed int
+
+const (
+	// ClusterNodesAndPods (the default): the agent reads nodes and pods through Handle.Cluster
+	// (the extender's cache, the scheduler's snapshot in plugin mode); its shipped sidecar has
+	// cluster access and a node cache (nodeCacheCapable: true).
+	ClusterNodesAndPods ClusterNeed = iota
+	// ClusterNone: the agent judges from the scheduler's request alone (whole Node objects); it
+	// ships without cluster access (nodeCacheCapable: false, clusterAccess: none).
+	ClusterNone
+	// ClusterInformers: the agent also answers from what it watches beyond a snapshot of nodes
+	// and pods (pod events, PodGroups, TASPolicies), so its two modes are compared end to end
+	// against a real API server (e2e/plugins_test.go), not over a static cluster
+	// (scheduler/adapter's TestAgentsAnswerAsTheExtender).
+	ClusterInformers
+)
 
 // Registration is what a program needs to know of an agent to offer it: its name (also its
 // build tag), what it offers, a fresh configuration holding every default, and its constructor.

@@ -68,6 +68,7 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Filters:      []string{FilterGang},
 	Port:         5406,
 	WholeCluster: true, // a group's minResources is judged against the room of every node (room.go)
+	Cluster:      framework.ClusterInformers,
 })
 
 // Agent is the gang agent. It is safe for concurrent use.

@@ -90,6 +90,7 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Bind:         true,
 	Preempt:      true,
 	Port:         5407,
+	Cluster:      framework.ClusterInformers, // pod events and its learned store
 })
 
 // Agent is the reward agent.

@@ -109,6 +109,7 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	// TAS pods request telemetry/scheduling: 1, a resource no node has; TAS's configuration
 	// lists it, so that the scheduler does not count it and calls the extender for them.
 	ManagedResources: []string{"telemetry/scheduling"},
+	Cluster:          framework.ClusterInformers, // TASPolicies
 })
 
 // Agent is the telemetry agent.

@@ -64,6 +64,7 @@ var Registration = framework.Register(Name, DefaultConfig, New, framework.Offer{
 	Filters:      []string{FilterLabel},
 	Prioritizers: []framework.Weighted{{Name: PriorityScore, Weight: 1}},
 	Port:         5404,
+	Cluster:      framework.ClusterNone, // it reads the request's nodes only
 })
 
 // Agent is the template agent.

@@ -133,19 +133,13 @@ func TestAgentsAnswerAsTheExtender(t *testing.T) {
 	}
 	cluster := staticCluster{nodes: nodes, pods: pods}
 	handlers := map[string]http.Handler{}
-	// Every agent of agents.All but those that answer from informers (pod events, PodGroups,
-	// TASPolicies), which are compared end to end, against a real API server
-	// (e2e/plugins_test.go): a new agent is compared here unless listed there.
-	endToEndOnly := []string{"gang", "reward", "telemetry"}
+	// Every agent of agents.All but those whose Offer says they answer from informers (pod
+	// events, PodGroups, TASPolicies: framework.ClusterInformers), which are compared end to end,
+	// against a real API server (e2e/plugins_test.go).
 	var compared []string
 	for _, r := range agents.All {
-		if !slices.Contains(endToEndOnly, r.Name) {
+		if r.Cluster != framework.ClusterInformers {
 			compared = append(compared, r.Name)
-		}
-	}
-	for _, n := range endToEndOnly {
-		if !slices.ContainsFunc(agents.All, func(r framework.Registration) bool { return r.Name == n }) {
-			t.Errorf("endToEndOnly names %s, which agents.All does not have", n)
 		}
 	}
 	names = slices.DeleteFunc(names, func(n string) bool { agent, _, _ := a.Describe(n); return !slices.Contains(compared, agent) })

@@ -258,7 +258,8 @@ func splice(root, file string, text []byte, render func(string, []string) ([]str
 // valuesFile is a first charts/yamlfiles/extender.<agent>.values.yaml for r, the values make
 // yamlfiles renders yamlfiles/extender.<agent>.yaml with: the agent alone, its defaults. make
 // generate writes it only when missing: the agent's author may then edit it (its header, the
-// settings the shipped file sets, no cluster access).
+// settings the shipped file sets). An agent whose Offer needs no cluster (framework.ClusterNone)
+// ships without cluster access.
 func valuesFile(r framework.Registration, first string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# A second scheduler, my-scheduler, that places pods through the %[1]s agent:
@@ -280,6 +281,9 @@ agents:
 		fmt.Fprintf(&b, "  %s:\n    enabled: false\n", first)
 	}
 	fmt.Fprintf(&b, "  %s:\n    enabled: true\n", r.Name)
+	if r.Cluster == framework.ClusterNone {
+		b.WriteString("    # no cluster access: the scheduler sends whole nodes\n    nodeCacheCapable: false\n    clusterAccess: none\n")
+	}
 	return []byte(b.String())
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	allagents "github.com/kube-safe-scheduler/extender/agents"
+	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 // Every agent has a port of its own, and the table is derived from the registrations as
@@ -100,20 +101,21 @@ func shipped(t *testing.T, name string) (KubeSchedulerConfiguration, map[string]
 // The generator writes the extenders list and the sidecars of the shipped files from the table:
 // what one changes without the other shows here.
 // Every yamlfiles/extender.*.yaml is checked: extender.<agent>.yaml, for an agent of
-// agents.All, against extender config --agents <agent> --node-cache --sidecars (and --bind for an
-// agent that binds: the shipped file binds with it); any other file
+// agents.All, against extender config --agents <agent> --node-cache --sidecars (--bind for an
+// agent that binds: the shipped file binds with it; no --node-cache for one whose Offer needs no
+// cluster, framework.ClusterNone); any other file
 // against the options listed here (an unlisted one fails the test), or it is listed with why it
 // is not generated. Every agent ships its extender.<agent>.yaml.
 func TestShippedFilesMatchTable(t *testing.T) {
 	files := map[string]Options{
-		"extender.template.yaml":        {Agents: []string{"template"}},
 		"extender.safe.congestion.yaml": {Agents: []string{"safe", "congestion"}, NodeCache: true},
 		"extender.safe.pigeon.yaml":     {Agents: []string{"safe", "pigeon"}, NodeCache: true},
 		"extender.safe.mtls.yaml":       {Agents: []string{"safe"}, NodeCache: true, HTTPS: true},
 	}
 	for _, r := range allagents.All {
 		if _, ok := files["extender."+r.Name+".yaml"]; !ok {
-			files["extender."+r.Name+".yaml"] = Options{Agents: []string{r.Name}, NodeCache: true, Bind: r.Bind}
+			// An agent that needs no cluster ships without a node cache (its Offer says so).
+			files["extender."+r.Name+".yaml"] = Options{Agents: []string{r.Name}, NodeCache: r.Cluster != framework.ClusterNone, Bind: r.Bind}
 		}
 	}
 	// Not generated: a file whose extenders list is not one the generator writes.
