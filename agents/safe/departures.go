@@ -2,6 +2,7 @@ package safe
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,10 @@ type departures struct {
 	byNode map[string]*nodeDepartures
 	total  int
 	seq    uint64
+	// seqs holds each node's seq for seqOf, read without the lock on every node of every call;
+	// any is false until the first departure.
+	seqs sync.Map // node name -> uint64
+	any  atomic.Bool
 }
 
 // maxDepartures bounds what departures keeps: past it, the oldest half of each node's list is
@@ -96,6 +101,7 @@ func (d *departures) left(pod *corev1.Pod) {
 			o.list = append([]departure(nil), o.list[len(o.list)-len(o.list)/2:]...)
 			d.seq++
 			o.seq = d.seq
+			d.seqs.Store(node, o.seq)
 			if len(o.list) == 0 && o != nd {
 				delete(d.byNode, node)
 			}
@@ -105,6 +111,8 @@ func (d *departures) left(pod *corev1.Pod) {
 	d.total++
 	d.seq++
 	nd.seq = d.seq
+	d.seqs.Store(pod.Spec.NodeName, nd.seq)
+	d.any.Store(true)
 }
 
 // prune returns list without the departures that left before since.
@@ -136,6 +144,11 @@ func (d *departures) on(node string) ([]departure, uint64) {
 
 // seqOf returns node's sequence number alone (cheap: the key of remembered answers).
 func (d *departures) seqOf(node string) uint64 {
-	_, seq := d.on(node)
-	return seq
+	if d == nil || !d.any.Load() {
+		return 0
+	}
+	if v, ok := d.seqs.Load(node); ok {
+		return v.(uint64)
+	}
+	return 0
 }

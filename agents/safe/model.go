@@ -149,7 +149,7 @@ func (a *Agent) modelOn(node string, at time.Time, version uint64) load {
 		}
 	}
 	pods, generation := a.pods.PodsOn(node)
-	gone, seq := a.departed.on(node)
+	gone, _ := a.departed.on(node) // keyed by seq, read before: never newer than what is read
 	sum := modelSum{spreads: !a.byRequest}
 	for _, p := range pods {
 		sum.addPresent(a.estimator, p, at)
