@@ -1,10 +1,12 @@
 package usage
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -19,7 +21,8 @@ import (
 // smallest value whose cumulative weight exceeds p of the total; a tie (a cumulative weight of
 // exactly p of the total, to 1e-9) goes to the next value, the safe side.
 func safeExact(samples []sample, p float64, h time.Duration) float64 {
-	s := byValue(samples)
+	s := slices.Clone(samples)
+	slices.SortStableFunc(s, func(a, b sample) int { return cmp.Compare(a.v, b.v) })
 	last := samples[len(samples)-1].t
 	weight := func(x sample) float64 { return math.Exp2(float64(x.t.Sub(last)) / float64(h)) }
 	total := 0.0
