@@ -124,9 +124,10 @@ bench-memory:
 ## cluster traces (fixtures in e2e/testdata/traces; EVAL_ARGS='-usage synthetic' for the lab's own
 ## model) through Prometheus and the node annotator; a table and plots in .cache/eval/<time>. EVAL_ARGS
 ## changes it (e.g. EVAL_ARGS='-nodes 50 -minutes 120 -seeds 1 -schedulers defaults,safe'). The default, 200 nodes,
-## 60 simulated minutes at 10x (20x stretched safe's pods at 200 nodes), three seeds, each workload's
-## schedulers (78 runs of about 6.3 minutes): about 8 hours on two idle cores.
-EVAL_ARGS ?= -nodes 200 -minutes 60 -warmup 15 -speed 10 -seeds 1,2,3
+## 60 simulated minutes at 10x (20x stretched safe's pods at 200 nodes), five seeds, each workload's
+## schedulers and the two references, oracle and workload-level (150 runs of about 6.3 minutes):
+## about 16 hours on two idle cores, two nights (docs/quality.md, "How to reproduce", splits it).
+EVAL_ARGS ?= -nodes 200 -minutes 60 -warmup 15 -speed 10 -seeds 1,2,3,4,5
 eval: prometheus
 	cd e2e && $(GO) run ./harness/cmd/prepare
 	cd e2e && $(GO) run ./lab $(EVAL_ARGS)
