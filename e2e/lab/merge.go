@@ -156,6 +156,48 @@ func merge(files []string, dir string) error {
 	return writeReport(dir, header, results)
 }
 
+// referenceCheck is the lab's check on itself: in every workload and seed (within its band) that
+// ran the defaults and both references, workload-level's cpu overload volume lies between the
+// oracle's and the defaults' (a reference that knows less cannot do better than the clairvoyant
+// one, and one that knows the true levels should not do worse than requests).
+func referenceCheck(results []Result) string {
+	type ws struct {
+		w    string
+		seed uint64
+	}
+	vol := map[ws]map[string]float64{}
+	var order []ws
+	for _, r := range results {
+		if outOfBand(r) || r.Unknown["overload >90% cpu core-min"] {
+			continue
+		}
+		k := ws{r.Workload, r.Seed}
+		if vol[k] == nil {
+			vol[k] = map[string]float64{}
+			order = append(order, k)
+		}
+		vol[k][r.Scheduler] = r.Figures.OverCPUVolume
+	}
+	var b strings.Builder
+	for _, k := range order {
+		d, okD := vol[k]["defaults"]
+		o, okO := vol[k]["oracle"]
+		wl, okW := vol[k]["workload-level"]
+		if !okD || !okO || !okW {
+			continue
+		}
+		verdict := "yes"
+		if wl < o || wl > d {
+			verdict = "NO: the lab's references are out of order"
+		}
+		fmt.Fprintf(&b, "- %s seed %d: oracle %.1f <= workload-level %.1f <= defaults %.1f core-min: %s\n", k.w, k.seed, o, wl, d, verdict)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nReference check (cpu overload volume; workload-level must lie between the oracle and the defaults):\n\n" + b.String()
+}
+
 // multiSeed tells whether some workload and scheduler have results of several seeds.
 func multiSeed(results []Result) bool {
 	seen := map[[2]string]bool{}

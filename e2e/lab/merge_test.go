@@ -160,6 +160,16 @@ func TestShareOfOracleReduction(t *testing.T) {
 			t.Errorf("ratio table lacks %q:\n%s", want, table)
 		}
 	}
+	check := referenceCheck(append(results, res("workload-level", 4, 10, true), res("defaults", 4, 100, true), res("oracle", 4, 20, true)))
+	for _, want := range []string{"- steady seed 1: oracle 20.0 <= workload-level 40.0 <= defaults 100.0 core-min: yes",
+		"- steady seed 4: oracle 20.0 <= workload-level 10.0 <= defaults 100.0 core-min: NO"} {
+		if !strings.Contains(check, want) {
+			t.Errorf("reference check lacks %q:\n%s", want, check)
+		}
+	}
+	if strings.Contains(check, "seed 3") {
+		t.Errorf("reference check includes seed 3, out of band:\n%s", check)
+	}
 	dir := t.TempDir()
 	if err := writeReport(dir, "", results); err != nil {
 		t.Fatal(err)

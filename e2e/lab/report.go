@@ -142,6 +142,7 @@ func writeReport(dir, header string, results []Result) error {
 		}
 	}
 	md.WriteString(ratioTable(results))
+	md.WriteString(referenceCheck(results))
 	if err := writePlots(dir, results); err != nil {
 		return err
 	}
