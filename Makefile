@@ -44,6 +44,7 @@ unit:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags all .
 	cd scheduler && $(GO) test -count=1 ./...
+	cd e2e && $(GO) test -count=1 ./bench/agents
 
 ## fuzz: a short run of each fuzzer of the HTTP layer (20,000 inputs each; a count, not a duration: Go 1.26's
 ## coordinator can fail a duration run with "context deadline exceeded" at its end, golang/go#75804);
@@ -53,7 +54,7 @@ fuzz:
 
 ## load: one extender process, 8 clients, 10,000 mixed requests: no error, no memory growth
 load:
-	LOAD_TEST=1 $(GO) test -count=1 -run '^TestLoad$$' -v ./bench
+	cd e2e && LOAD_TEST=1 $(GO) test -count=1 -run '^TestLoad$$' -v ./bench/agents
 
 ## e2e: builds etcd, kube-apiserver and kube-scheduler once (cached in .cache/), then runs them
 e2e:
@@ -65,7 +66,8 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags all .
 	cd e2e && $(GO) vet ./...
-	cd scheduler && $(GO) vet ./... && $(GO) vet -tags perf ./perf
+	cd scheduler && $(GO) vet ./...
+	cd e2e && $(GO) vet -tags perf ./bench/perf
 
 ## images: one image per agent, one with all agents, one for the annotator, the plugin scheduler (needs a Docker engine)
 images:
@@ -96,29 +98,33 @@ yamlfiles:
 run:
 	cd e2e && $(GO) run ./demo
 
-## bench: Go benchmarks of every agent function through the HTTP handler, then the load run
+## Benchmarks live in e2e/bench/ (the e2e module): agents (every agent function through the HTTP
+## handler, and TestLoad), e2e (bench-e2e), memory (bench-memory), perf (scheduler_perf).
+## bench: the packages' own Go benchmarks, every agent function through the HTTP handler
+## (e2e/bench/agents), then the load run
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd e2e && $(GO) test -run '^$$' -bench . -benchmem ./bench/agents
 	$(MAKE) load
 
-## bench-perf: kube-scheduler's own benchmark (scheduler_perf, scheduler/perf) with the agents as
+## bench-perf: kube-scheduler's own benchmark (scheduler_perf, e2e/bench/perf) with the agents as
 ## out-of-tree plugins, every test case at BENCH_PERF_NODES nodes (20, 500, 2000 or 5000), against
 ## the harness's etcd; bench-e2e runs the same cases beside its modes, in one table
 BENCH_PERF_NODES ?= 500
 bench-perf:
 	cd e2e && $(GO) run ./harness/cmd/prepare
-	cd scheduler && PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -tags perf -run '^$$' -timeout 60m \
-		-bench 'PerfScheduling/^(SchedulingBasic|Annotated.*)$$/^$(BENCH_PERF_NODES)Nodes$$' -benchtime 1x ./perf
+	cd e2e && PATH="$(CURDIR)/.cache/bin:$$PATH" $(GO) test -tags perf -run '^$$' -timeout 60m \
+		-bench 'PerfScheduling/^(SchedulingBasic|Annotated.*)$$/^$(BENCH_PERF_NODES)Nodes$$' -benchtime 1x ./bench/perf
 
 ## bench-e2e: pods/s and CPU per pod of kube-scheduler alone, with the extenders and in plugin mode,
 ## and scheduler_perf's cases (bench-perf), side by side
 bench-e2e:
-	cd e2e && $(GO) run ./cmd/bench-e2e
+	cd e2e && $(GO) run ./bench/e2e
 
 ## bench-memory: RSS of the all extender watching 5000 nodes and 50,000 pods (BENCH_MEMORY_ARGS changes it)
 BENCH_MEMORY_ARGS ?= -nodes 5000 -pods 50000
 bench-memory:
-	cd e2e && $(GO) run ./cmd/bench-memory $(BENCH_MEMORY_ARGS)
+	cd e2e && $(GO) run ./bench/memory $(BENCH_MEMORY_ARGS)
 
 ## eval: the placement quality lab (docs/quality.md): every scheduler on kwok nodes, usage from public
 ## cluster traces (fixtures in e2e/testdata/traces; EVAL_ARGS='-usage synthetic' for the lab's own

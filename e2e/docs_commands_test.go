@@ -238,7 +238,7 @@ var docRules = []docRule{
 	{"check", regexp.MustCompile(`^make( .*)?$`),
 		"make's targets run the whole test suite, the demo, Docker or hours (eval, chaos, bench): make -n checks that each target exists and its recipe expands",
 		(*docEnv).makeDryRun},
-	{"check", regexp.MustCompile(`^(cd e2e && )?(\w+=\S+ && )?(nice -n \d+ )?go run (\./(?:cmd/bench-e2e|cmd/bench-memory|lab))( .*)?$`),
+	{"check", regexp.MustCompile(`^(cd e2e && )?(\w+=\S+ && )?(nice -n \d+ )?go run (\./(?:bench/e2e|bench/memory|lab))( .*)?$`),
 		"a measurement of minutes to hours (the records of docs/performance.md and docs/quality.md): the program is built and run with the doc's flags and -h, which fails on a flag it does not have",
 		(*docEnv).measurementFlags},
 	{"check", regexp.MustCompile(`^extender (\S+) .*\[`),
@@ -324,7 +324,7 @@ func (e *docEnv) makeDryRun(c docCommand, _ []string) error {
 var placeholderRE = regexp.MustCompile(`<[^<>]*>`)
 
 func (e *docEnv) measurementFlags(c docCommand, m []string) error {
-	pkg := m[4] // ./cmd/bench-e2e, ./lab, ...
+	pkg := m[4] // ./bench/e2e, ./lab, ...
 	bin, ok := e.built[pkg]
 	if !ok {
 		bin = filepath.Join(e.scratch, ".bin", filepath.Base(pkg))

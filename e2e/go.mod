@@ -48,6 +48,12 @@ require (
 )
 
 require (
+	github.com/gorilla/mux v1.8.1 // indirect
+	github.com/onsi/gomega v1.40.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
@@ -116,6 +122,7 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kube-safe-scheduler/extender v0.0.0-00010101000000-000000000000
+	github.com/kube-safe-scheduler/extender/scheduler v0.0.0-00010101000000-000000000000
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
@@ -137,7 +144,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
-	github.com/sirupsen/logrus v1.10.2 // indirect
+	github.com/sirupsen/logrus v1.10.2
 	github.com/soheilhy/cmux v0.1.5 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
@@ -238,3 +245,5 @@ tool (
 )
 
 replace github.com/kube-safe-scheduler/extender => ../
+
+replace github.com/kube-safe-scheduler/extender/scheduler => ../scheduler

@@ -24,7 +24,7 @@
 // The nodes do not change during a mode's run unless -node-updates gives a rate: then their
 // statistics are rewritten, node after node, at that many nodes a second while the mode's pods
 // are scheduled, as a node annotator does (its PATCH_QPS bounds it to 20 by default).
-// Usage: make bench-e2e, or go run ./cmd/bench-e2e -nodes 500,2000 -pods 1000
+// Usage: make bench-e2e, or go run ./bench/e2e -nodes 500,2000 -pods 1000
 // [-modes names,combined,plugins -rounds 3] [-requests mixed] [-node-updates 20] [-cpuprofile dir].
 package main
 
@@ -236,7 +236,7 @@ func main() {
 	flag.Float64Var(&nodeUpdates, "node-updates", 0, "nodes whose usage statistics are rewritten per second while each mode's pods "+
 		"are scheduled (a new statistics-timestamp, as a node annotator's refresh writes; 20 is the annotator's default PATCH_QPS); 0: the nodes never change")
 	perfList := flag.String("perf", "SchedulingBasic,AnnotatedDefault,AnnotatedPlugins,AnnotatedPluginsPigeon,AnnotatedChurnDefault,AnnotatedChurnPlugins",
-		"comma-separated test cases of kube-scheduler's own benchmark (scheduler_perf, scheduler/perf/performance-config.yaml) "+
+		"comma-separated test cases of kube-scheduler's own benchmark (scheduler_perf, e2e/bench/perf/performance-config.yaml) "+
 			"to run after the modes in each round, at the node counts it has workloads for (\"\": none)")
 	baseScheduler := flag.String("base-scheduler", "", "a kube-safe-scheduler binary built from another commit (make build-scheduler there): every "+
 		"selected plugins mode also runs with it, as <mode>"+baseSuffix+", in the same rounds, so that a change is measured side by side")
@@ -348,7 +348,7 @@ func main() {
 		fmt.Printf("Node statistics rewritten at %g nodes a second during every mode's run (-node-updates).\n\n", nodeUpdates)
 	}
 	if len(perf) > 0 {
-		fmt.Println("perf:<case> rows are kube-scheduler's own benchmark (scheduler_perf, scheduler/perf): pods/s is its " +
+		fmt.Println("perf:<case> rows are kube-scheduler's own benchmark (scheduler_perf, e2e/bench/perf): pods/s is its " +
 			"SchedulingThroughput average, CPU the test process's (the scheduler and its in-process kube-apiserver) per " +
 			"measured pod, and their ratios are to the same nodes with the default profile (perf:AnnotatedDefault, or " +
 			"perf:AnnotatedChurnDefault with churn).")

@@ -12,7 +12,7 @@
 // a status update (on the shared 2-core machine, 2026-11-27: 120 pods/s instead of 24, the rest
 // being this process's own work per pod), and the cluster holds the same objects.
 //
-// Usage: make bench-memory, or cd e2e && go run ./cmd/bench-memory [-nodes 5000 -pods 50000].
+// Usage: make bench-memory, or cd e2e && go run ./bench/memory [-nodes 5000 -pods 50000].
 package main
 
 import (
@@ -41,8 +41,11 @@ import (
 	"k8s.io/client-go/rest"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/kube-safe-scheduler/extender/agents/congestion"
+	templateagent "github.com/kube-safe-scheduler/extender/agents/template"
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // Node shape: what a 32-core, 128 GiB worker reports.
@@ -485,13 +488,13 @@ func node(i int, now time.Time, cpu, mem, pods int64) *corev1.Node {
 	zone := zoneOf(i)
 	annotations := fixtures.UsageStatistics(i, nodeCPUMilli, nodeMemory, now)
 	for k, v := range map[string]int64{
-		"requested-cpu": cpu, "requested-memory": mem, "requested-pods": pods,
-		"free-cpu": nodeCPUMilli - cpu, "free-memory": nodeMemory - mem, "free-pods": nodePods - pods,
+		nodestats.RequestedCPU: cpu, nodestats.RequestedMemory: mem, nodestats.RequestedPods: pods,
+		nodestats.FreeCPU: nodeCPUMilli - cpu, nodestats.FreeMemory: nodeMemory - mem, nodestats.FreePods: nodePods - pods,
 	} {
-		annotations[k] = strconv.FormatInt(v, 10)
+		annotations[k] = nodestats.FormatInt(v)
 	}
-	annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
-	annotations["template.extender/score"] = strconv.Itoa(i % 11)
+	annotations[congestion.Annotation] = strconv.Itoa((i * 37) % 100)
+	annotations[templateagent.DefaultConfig().ScoreAnnotation] = strconv.Itoa(i % 11)
 	annotations["csi.volume.kubernetes.io/nodeid"] = fmt.Sprintf(`{"ebs.csi.aws.com":"i-%017x"}`, i)
 	annotations["node.alpha.kubernetes.io/ttl"] = "0"
 	annotations["volumes.kubernetes.io/controller-managed-attach-detach"] = "true"

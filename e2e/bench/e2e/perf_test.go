@@ -21,7 +21,7 @@ func TestPerfSmoke(t *testing.T) {
 	for _, c := range []string{"AnnotatedPluginsPigeon", "AnnotatedChurnPlugins"} {
 		res, ok := r.run(t, c, 20, 1, 10*time.Minute)
 		if !ok {
-			t.Fatalf("%s: scheduler/perf/performance-config.yaml has no 20Nodes workload", c)
+			t.Fatalf("%s: e2e/bench/perf/performance-config.yaml has no 20Nodes workload", c)
 		}
 		if res.schedCPU <= 0 {
 			t.Errorf("%s: %.2f CPU ms/pod: want a positive figure", c, res.schedCPU)

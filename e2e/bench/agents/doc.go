@@ -2,5 +2,5 @@
 // handler, at 500 and 5000 realistic nodes, in both request forms (full Nodes and NodeNames).
 // Run them with make bench, or:
 //
-//	go test -run '^$' -bench . -benchmem ./bench
+//	cd e2e && go test -run '^$' -bench . -benchmem ./bench/agents
 package bench

@@ -37,7 +37,7 @@ func TestLoad(t *testing.T) {
 
 	bin := filepath.Join(t.TempDir(), "extender")
 	build := exec.Command("go", "build", "-tags", "all", "-o", bin, ".")
-	build.Dir = ".."
+	build.Dir = filepath.Join("..", "..", "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the extender: %v\n%s", err, out)
 	}

@@ -15,13 +15,13 @@ import (
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
 )
 
-// kube-scheduler's own benchmark (scheduler_perf, in scheduler/perf) as modes of this one, so
+// kube-scheduler's own benchmark (scheduler_perf, in e2e/bench/perf) as modes of this one, so
 // that its workloads and bench-e2e's modes are measured side by side in one run: mode
 // "perf:<case>" runs the test case's <nodes>Nodes workload in its own process (the scheduler and
 // an in-process kube-apiserver, with the harness's etcd), and reads its SchedulingThroughput
 // average and the process's CPU time per measured pod (perf_test.go's perf-cpu line).
 
-// perfCases are the test cases of scheduler/perf/performance-config.yaml, with what they run and
+// perfCases are the test cases of e2e/bench/perf/performance-config.yaml, with what they run and
 // the case their ratio is taken to (the same nodes with the default profile).
 var perfCases = map[string]struct{ about, base string }{
 	"SchedulingBasic":        {"scheduler_perf SchedulingBasic, default profile", "AnnotatedDefault"},
@@ -90,7 +90,7 @@ func newPerfRunner(s harness.T) *perfRunner {
 	harness.ControlPlane(s)
 	r := &perfRunner{
 		bin:      filepath.Join(root, ".cache", "scheduler", "perf.test"),
-		dir:      filepath.Join(root, "scheduler", "perf"),
+		dir:      filepath.Join(root, "e2e", "bench", "perf"),
 		path:     cache + string(os.PathListSeparator) + os.Getenv("PATH"),
 		sizes:    map[int]bool{},
 		logDir:   harness.LogDir(s),
@@ -104,7 +104,7 @@ func newPerfRunner(s harness.T) *perfRunner {
 		n, _ := strconv.Atoi(m[1])
 		r.sizes[n] = true
 	}
-	fmt.Fprintf(os.Stderr, "bench-e2e: building scheduler_perf's test binary (scheduler/perf, -tags perf)\n")
+	fmt.Fprintf(os.Stderr, "bench-e2e: building scheduler_perf's test binary (e2e/bench/perf, -tags perf)\n")
 	build := exec.CommandContext(s.Context(), "go", "test", "-c", "-tags", "perf", "-o", r.bin, ".")
 	build.Dir = r.dir
 	if out, err := build.CombinedOutput(); err != nil {
