@@ -142,7 +142,8 @@ func TestRecordIsWhatStripKept(t *testing.T) {
 
 // A record is the smaller part of what a stored pod was: a corev1.Pod is 1240 bytes before its
 // conditions (and any Go allocation of it 1280); a record with its conditions inline, at most 384
-// (one size class), or the 50,000-pod figures of docs/performance.md no longer hold.
+// (one size class), or the 50,000-pod figures of docs/results/performance-history.md ("The cache
+// keeps a record of each pod") no longer hold.
 func TestRecordIsSmall(t *testing.T) {
 	if got := unsafe.Sizeof(podRecord{}); got > 384 {
 		t.Fatalf("a podRecord is %d bytes, want at most 384", got)

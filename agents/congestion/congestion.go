@@ -55,7 +55,8 @@ type Agent struct {
 	// factors remembers each node's factor by name and resourceVersion: the annotation changes
 	// when the annotator rewrites it, every few seconds at most, while the scheduler asks about
 	// every node for every pod. Reading the annotation from each node's map was a tenth of
-	// plugin mode's scheduler CPU at 2000 nodes (docs/performance.md).
+	// plugin mode's scheduler CPU at 2000 nodes (docs/results/performance-history.md, "Remembered
+	// answers, the adaptive filter by chunks, congestion's memo").
 	factors framework.NodeBatchMemo[int64]
 }
 

@@ -22,12 +22,16 @@
 //     calls the FilterFunc with the one node.
 //   - EventsToRegister: what the agent declares may change its filter's verdicts
 //     (framework.Requeuer), with a queueing hint for node updates (requeue.go).
-//   - PreScore (once per cycle, with the feasible nodes): the PrioritizeFunc with every feasible
-//     node at once (a prioritizer may score a node relative to the others, like pigeon-holing);
-//     the scores, 0..10, are scaled to the framework's 0..100 and kept in the CycleState. An
-//     error of the function skips the plugin's Score for the pod, as kube-scheduler ignores a
-//     failing extender prioritizer.
-//   - Score (per node): reads the node's score back.
+//   - PreScore (once per cycle, with the feasible nodes): prepares the cycle's scores in chunks
+//     (cycle.go): Score asks for a node and the PrioritizeFunc scores the chunk of 32
+//     consecutive feasible nodes holding it, once, so a node the scheduler does not score is
+//     never scored. A prioritizer that scores a node relative to the others (like
+//     pigeon-holing: framework.Prioritizer.WholeList), and every prioritizer while decisions
+//     are kept (DECISIONS_KEPT), is called once in PreScore with every feasible node. The
+//     scores, 0..10, are scaled to the framework's 0..100. An error of the function is logged:
+//     the nodes of a chunk it failed to score get 0 for the pod, and a failed call over every
+//     node skips the plugin's Score, as kube-scheduler ignores a failing extender prioritizer.
+//   - Score (per node): reads the node's score, scoring its chunk first when needed.
 //
 // Nodes reach the agents as framework.NodeView of the scheduler's NodeInfo nodes, memoized by
 // name and resourceVersion.
