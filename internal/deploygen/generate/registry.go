@@ -329,6 +329,17 @@ func Registry(root string) (Plan, error) {
 		}
 		p.Write[f.file] = b
 	}
+	// A first settings section in docs/configuration.md for an agent that has none (never
+	// rewritten: its rows are the agent's author's to edit).
+	conf, err := os.ReadFile(filepath.Join(root, configurationDoc))
+	if err != nil {
+		return p, err
+	}
+	if b, changed, err := settingsSections(conf); err != nil {
+		return p, err
+	} else if changed {
+		p.Write[configurationDoc] = b
+	}
 	// First values files, for the agents that have none (never rewritten). The chart enables
 	// the first agent by default: every other file turns it off.
 	for _, r := range agents.All {
@@ -352,4 +363,59 @@ func Registry(root string) (Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// configurationDoc is the reference of every setting; its "Agent settings" part has a section
+// per agent, headed "### <agent> (".
+const configurationDoc = "docs/configuration.md"
+
+// settingsSections returns docs/configuration.md with a first section for each agent of
+// agents.All that has none, at the end of its "## Agent settings" part: a table of the agent's
+// settings from its Config's tags (variable, flag, default, help). changed is false when every
+// agent has its section.
+func settingsSections(doc []byte) (out []byte, changed bool, err error) {
+	s := string(doc)
+	const part = "\n## Agent settings\n"
+	i := strings.Index(s, part)
+	if i < 0 {
+		return nil, false, fmt.Errorf("%s: no %q heading", configurationDoc, strings.TrimSpace(part))
+	}
+	end := len(s)
+	if j := strings.Index(s[i+len(part):], "\n## "); j >= 0 {
+		end = i + len(part) + j + 1
+	}
+	var add strings.Builder
+	for _, r := range agents.All {
+		if strings.Contains(s[i:end], "\n### "+r.Name+" (") {
+			continue
+		}
+		fmt.Fprintf(&add, "### %[1]s ([agents/%[1]s/README.md](../agents/%[1]s/README.md))\n\n", r.Name)
+		add.WriteString("| variable | flag | default | meaning |\n|---|---|---|---|\n")
+		rows(&add, reflect.ValueOf(r.NewConfig()).Elem())
+		add.WriteString("\n")
+	}
+	if add.Len() == 0 {
+		return doc, false, nil
+	}
+	return []byte(s[:end] + add.String() + s[end:]), true, nil
+}
+
+// rows writes a table row for each field of the Config struct v that has an env tag.
+func rows(b *strings.Builder, v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			rows(b, v.Field(i))
+			continue
+		}
+		env := f.Tag.Get("env")
+		if env == "" {
+			continue
+		}
+		def := "none"
+		if d := fmt.Sprint(v.Field(i).Interface()); d != "" {
+			def = "`" + d + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | `--%s` | %s | %s |\n", env, f.Tag.Get("flag"), def, f.Tag.Get("help"))
+	}
 }
