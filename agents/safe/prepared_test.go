@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
@@ -140,10 +141,20 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 			c.pods = append(c.pods, p)
 			c.touch(p.Spec.NodeName)
 		}
+		// The pods removed, and when: every agent hears them (the node model's departures), an
+		// agent made later replayed them at their times.
+		type removal struct {
+			pod *corev1.Pod
+			at  time.Time
+		}
+		var removals []removal
+		var handlers []cache.ResourceEventHandler
 		agent := func() *Agent {
 			h := framework.NewHandle(nil)
+			var events cache.ResourceEventHandler
 			if withCluster {
 				h.Cluster, h.NodePods = c, c
+				h.PodEvents = podEventsFunc{&events}
 			}
 			var e Estimator = requestEstimator{}
 			if learned {
@@ -152,6 +163,13 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 			a, err := NewWithEstimator(cfg, h, e)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if events != nil {
+				handlers = append(handlers, events)
+				for _, rm := range removals {
+					a.now = func() time.Time { return rm.at }
+					events.OnDelete(rm.pod)
+				}
 			}
 			a.now = func() time.Time { return now }
 			return a
@@ -166,8 +184,13 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 				c.touch(p.Spec.NodeName)
 			case k == 1 && len(c.pods) > 0: // a removal
 				i := r.IntN(len(c.pods))
-				c.touch(c.pods[i].Spec.NodeName)
+				gone := c.pods[i]
+				c.touch(gone.Spec.NodeName)
 				c.pods = append(c.pods[:i:i], c.pods[i+1:]...)
+				removals = append(removals, removal{gone, now})
+				for _, h := range handlers {
+					h.OnDelete(gone)
+				}
 			case k == 2: // the annotator refreshes a node's statistics
 				i := r.IntN(len(nodes))
 				nodes[i] = statNode(i)
@@ -190,7 +213,7 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 				if withCluster {
 					generation = c.generations[n.Name]
 				}
-				if p := kept.entry(n).prepared.Load(); p != nil && p.generation == generation && p.version == kept.estimator.Version() {
+				if p := kept.entry(n).prepared.Load(); p != nil && p.generation == generation && p.departures == kept.departed.seqOf(n.Name) && p.version == kept.estimator.Version() {
 					prepared++
 				}
 			}
