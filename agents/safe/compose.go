@@ -20,6 +20,15 @@ import (
 // so the k-th replica of a bursty workload on one node costs 2k-1 times the variance of the
 // first, what stacking replicas risks. A pod estimated at its request has no spread (s = 0).
 
+// composition is what a node's pods' spreads add: variance is, per resource (cpu, memory), what
+// the pods beyond the statistics add to the variance of the node's usage, less what the
+// statistics held of the pods'; spreads the summed spread of the pods of each workload on the
+// node now.
+type composition struct {
+	variance [2]float64
+	spreads  map[string][2]float64
+}
+
 // groupSpread is the spreads of one workload's pods on a node: now, and as the statistics held
 // them, per resource.
 type groupSpread struct{ now, stats [2]float64 }
@@ -51,9 +60,12 @@ func (l *load) composedSigma(m *measure, s float64, src string, r int) float64 {
 	if m.state != measured {
 		return m.sigma
 	}
-	extra := l.variance[r]
+	var extra, group float64
+	if l.comp != nil {
+		extra, group = l.comp.variance[r], l.comp.spreads[src][r]
+	}
 	if s > 0 {
-		extra += marginalVariance(l.spreads[src][r], s)
+		extra += marginalVariance(group, s)
 	}
 	if extra == 0 {
 		return m.sigma

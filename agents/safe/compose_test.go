@@ -59,8 +59,8 @@ func TestComposedSigma(t *testing.T) {
 		sum.addPresent(est, p, stamp)
 	}
 	l := sum.load(1)
-	if l.variance[0] != 1090000 || l.spreads["app shop/web"][0] != 1000 {
-		t.Fatalf("variance %v, web's spread %v; want 1090000, 1000", l.variance, l.spreads["app shop/web"])
+	if l.comp == nil || l.comp.variance[0] != 1090000 || l.comp.spreads["app shop/web"][0] != 1000 {
+		t.Fatalf("composition %+v; want variance 1090000, web's spread 1000", l.comp)
 	}
 	m := measure{state: measured, std: 400, capacity: 16000, sigma: 400.0 / 16000}
 	if got, want := l.composedSigma(&m, 500, "app shop/web", 0), math.Sqrt(2500000)/16000; got != want {
@@ -78,8 +78,8 @@ func TestComposedSigma(t *testing.T) {
 		held.addPresent(est, p, stamp)
 	}
 	hl := held.load(1)
-	if hl.variance != [2]float64{} || hl.pods != 0 {
-		t.Fatalf("held: variance %v, pods %d; want 0, 0", hl.variance, hl.pods)
+	if hl.comp == nil || hl.comp.variance != [2]float64{} || hl.pods != 0 {
+		t.Fatalf("held: composition %+v, pods %d; want variance 0, 0 pods", hl.comp, hl.pods)
 	}
 	if got, want := hl.composedSigma(&m, 500, "app shop/web", 0), math.Sqrt(1410000)/16000; got != want {
 		t.Errorf("held: sigma %v, want %v", got, want)

@@ -63,12 +63,11 @@ func (requestEstimator) Evidence(*corev1.Pod) string { return "" }
 func (requestEstimator) Version() uint64 { return 0 }
 
 // demand is a pod's estimate in the form the hot path carries: computed once per call. scpu
-// and smemory are its spread and src its workload (Source), when learned, for the composition
-// with the node's pods of the same workload (compose.go).
+// and smemory are its spread, when learned, for the composition with the node's pods of the
+// same workload (compose.go; the call's source names the workload).
 type demand struct {
 	cpu, memory   float64
 	scpu, smemory float64
-	src           string
 }
 
 // podDemand is the pod's request as a demand (requestEstimator's estimate).
@@ -79,7 +78,7 @@ func podDemand(pod *corev1.Pod) demand {
 func demandOf(e Estimate) demand {
 	d := demand{cpu: e.CPU, memory: e.Memory}
 	if e.Learned && (e.SpreadCPU > 0 || e.SpreadMemory > 0) {
-		d.scpu, d.smemory, d.src = e.SpreadCPU, e.SpreadMemory, e.Source
+		d.scpu, d.smemory = e.SpreadCPU, e.SpreadMemory
 	}
 	return d
 }

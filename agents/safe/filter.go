@@ -81,7 +81,7 @@ func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out [
 				ca := p.class(class)
 				v := ca.verdict.Load()
 				if v == nil {
-					cpu, memory := p.base.measures(c.d)
+					cpu, memory := p.base.measures(c.d, c.source)
 					if r := a.rule(&cpu, &memory, freshness{}, c); r.Passes() {
 						v = &passes
 					} else {

@@ -102,7 +102,7 @@ func (a *Agent) measure(n *corev1.Node, in *nodeInputs, c *call) (cpu, memory me
 		l = load{}
 	}
 	b := a.base(n, in, cpuIn, memoryIn, l)
-	cpu, memory = b.measures(c.d)
+	cpu, memory = b.measures(c.d, c.source)
 	return cpu, memory, f
 }
 
@@ -132,12 +132,12 @@ func (a *Agent) base(n *corev1.Node, in *nodeInputs, cpuIn, memoryIn *resourceIn
 // measures applies the demand d to b: both resources' measures, with d added to the measured
 // usage and the placed load, or, for a resource without statistics, to the node's requests when
 // they are known.
-func (b *nodeBase) measures(d demand) (cpu, memory measure) {
+func (b *nodeBase) measures(d demand, src string) (cpu, memory measure) {
 	cpu = measureFrom(&b.cpu, &cpuResource, d.cpu, b.l)
 	memory = measureFrom(&b.memory, &memoryResource, d.memory, b.l)
 	if b.l.model {
-		cpu.sigma = b.l.composedSigma(&cpu, d.scpu, d.src, 0)
-		memory.sigma = b.l.composedSigma(&memory, d.smemory, d.src, 1)
+		cpu.sigma = b.l.composedSigma(&cpu, d.scpu, src, 0)
+		memory.sigma = b.l.composedSigma(&memory, d.smemory, src, 1)
 	}
 	if b.reqKnown {
 		if cpu.state == noStats {

@@ -129,11 +129,12 @@ func (s *modelSum) load(share float64) load {
 	l := load{cpu: share * float64(s.cpu), memory: share * float64(s.memory), pods: s.pods, departed: s.departed, model: true}
 	if len(s.groups) > 0 {
 		v := composeVariance(s.groups)
-		l.variance = [2]float64{share * share * v[0], share * share * v[1]}
-		l.spreads = make(map[string][2]float64, len(s.groups))
+		c := &composition{variance: [2]float64{share * share * v[0], share * share * v[1]},
+			spreads: make(map[string][2]float64, len(s.groups))}
 		for k, g := range s.groups {
-			l.spreads[k] = [2]float64{share * g.now[0], share * g.now[1]}
+			c.spreads[k] = [2]float64{share * g.now[0], share * g.now[1]}
 		}
+		l.comp = c
 	}
 	return l
 }

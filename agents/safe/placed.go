@@ -28,11 +28,8 @@ type load struct {
 	// the pods gone that it takes off.
 	model    bool
 	departed int
-	// variance is, per resource (cpu, memory), what the pods beyond the statistics add to the
-	// variance of the node's usage, less what the statistics held of the pods' (compose.go);
-	// spreads the summed spread of the pods of each workload on the node now.
-	variance [2]float64
-	spreads  map[string][2]float64
+	// comp is the composition of the node's pods' spreads (compose.go), nil without any.
+	comp *composition
 }
 
 // placed returns the load placed on n since its statistics (in: n's inputs) for call c: with

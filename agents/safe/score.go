@@ -65,7 +65,7 @@ func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.No
 				ca := p.class(class)
 				m := ca.scores[slot].Load()
 				if m == nil {
-					cpu, memory := p.base.measures(c.d)
+					cpu, memory := p.base.measures(c.d, c.source)
 					m = &scoreMemo{}
 					m.s, m.has = a.scoreFrom(cpu, memory, of)
 					ca.scores[slot].Store(m)
