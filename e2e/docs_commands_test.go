@@ -655,7 +655,7 @@ func newDocEnv(t *testing.T) *docEnv {
 		}
 	}
 	// convert-policy's example file: a Policy of the kind it converts.
-	policy, err := os.ReadFile(filepath.Join(root, "internal", "schedconfig", "testdata", "generals-scheduler-policy.json"))
+	policy, err := os.ReadFile(filepath.Join(root, "internal", "deploygen", "schedconfig", "testdata", "generals-scheduler-policy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
