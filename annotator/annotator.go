@@ -239,6 +239,7 @@ func (a *Annotator) changedStatistics(n *corev1.Node, stats map[string]string, n
 		alloc := a.cluster.Allocated(n.Name)
 		want[nodestats.StatisticsRequestedCPU] = nodestats.FormatInt(alloc[corev1.ResourceCPU])
 		want[nodestats.StatisticsRequestedMemory] = nodestats.FormatInt(alloc[corev1.ResourceMemory])
+		want[nodestats.StatisticsWindow] = nodestats.FormatWindow(a.cfg.Window)
 	}
 }
 

@@ -239,7 +239,7 @@ func TestStatisticsAnnotations(t *testing.T) {
 		nodestats.MeanFreeMemory: "1073741824", nodestats.StdFreeMemory: "0", nodestats.ForcastedFreeMemory: "1073741824",
 		nodestats.StatisticsTimestamp: "2026-01-02T03:00:00Z",
 		// the node's requests when the statistics were written, with them
-		nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472",
+		nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472", nodestats.StatisticsWindow: "900",
 	}
 	if diff := cmp.Diff(want, statsOnly(got["n1"])); diff != "" {
 		t.Errorf("n1 statistics (-want +got):\n%s", diff)
@@ -265,7 +265,7 @@ func TestStatisticsAnnotations(t *testing.T) {
 	// std 2000 -> 0 and forecast 9090 -> 5050 moved: those two are sent, with a new timestamp;
 	// mean 5000 -> 5050 (1 %) is not.
 	want = map[string]string{nodestats.StdFreeCPU: "0", nodestats.ForcastedFreeCPU: "5050", nodestats.StatisticsTimestamp: t1.Format(time.RFC3339),
-		nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472"}
+		nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472", nodestats.StatisticsWindow: "900"}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 after a small change (-want +got):\n%s", diff)
 	}
@@ -283,7 +283,7 @@ func TestStatisticsAnnotations(t *testing.T) {
 	want = map[string]string{
 		nodestats.MeanFreeCPU: "5050", nodestats.StdFreeCPU: "0", nodestats.ForcastedFreeCPU: "5050",
 		nodestats.MeanFreeMemory: "1073741824", nodestats.StdFreeMemory: "0", nodestats.ForcastedFreeMemory: "1073741824",
-		nodestats.StatisticsTimestamp: t3.Format(time.RFC3339), nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472",
+		nodestats.StatisticsTimestamp: t3.Format(time.RFC3339), nodestats.StatisticsRequestedCPU: "2500", nodestats.StatisticsRequestedMemory: "3221225472", nodestats.StatisticsWindow: "900",
 	}
 	if diff := cmp.Diff(want, statsOnly(r.patches(t)["n1"])); diff != "" {
 		t.Errorf("n1 at refresh (-want +got):\n%s", diff)

@@ -136,6 +136,7 @@ func TestMetricsAPIThroughAnnotator(t *testing.T) {
 		nodestats.MeanFreeMemory: "4294967296", nodestats.StdFreeMemory: "0", nodestats.ForcastedFreeMemory: "4294967296",
 		nodestats.StatisticsTimestamp:    "2026-01-01T12:02:01Z",
 		nodestats.StatisticsRequestedCPU: "0", nodestats.StatisticsRequestedMemory: "0",
+		nodestats.StatisticsWindow: "900",
 	}
 	if diff := cmp.Diff(want, statsOnly(n.Annotations)); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)

@@ -273,6 +273,7 @@ func TestPrometheusSource(t *testing.T) {
 		nodestats.MeanFreeMemory: "5368709120", nodestats.StdFreeMemory: "2147483648", nodestats.ForcastedFreeMemory: nodestats.FormatAmount(forecast.Forecast),
 		nodestats.StatisticsTimestamp:    end.UTC().Format(time.RFC3339),
 		nodestats.StatisticsRequestedCPU: "0", nodestats.StatisticsRequestedMemory: "0",
+		nodestats.StatisticsWindow: nodestats.FormatWindow(cfg.Window),
 	}
 	if diff := cmp.Diff(want, statsOnly(r.node(t, "n1").Annotations)); diff != "" {
 		t.Errorf("n1 annotations (-want +got):\n%s", diff)

@@ -54,8 +54,9 @@ const (
 //     read it first, then Forecasted* (the correct spelling) when it is absent or unreadable.
 //
 // The annotator rewrites a statistic only when it moved beyond STATS_TOLERANCE of the written
-// value, and all of them, with StatisticsTimestamp, StatisticsRequestedCPU and
-// StatisticsRequestedMemory, when one moved or the timestamp is STATS_REFRESH old.
+// value, and all of them, with StatisticsTimestamp, StatisticsRequestedCPU,
+// StatisticsRequestedMemory and StatisticsWindow, when one moved or the timestamp is
+// STATS_REFRESH old.
 const (
 	MeanFreeCPU          = "mean-free-cpu"
 	StdFreeCPU           = "std-free-cpu"
@@ -80,7 +81,32 @@ const (
 	// less pods gone), which the statistics cannot hold yet.
 	StatisticsRequestedCPU    = "statistics-requested-cpu"
 	StatisticsRequestedMemory = "statistics-requested-memory"
+
+	// StatisticsWindow is the span the statistics cover (the annotator's STATS_WINDOW), in whole
+	// seconds (FormatWindow), with every statistics patch: a reader that weighs a pod by the
+	// share of the window it was on the node (safe's node model) reads the window here, not a
+	// default. Annotators before 2026-11-29 write none; readers then assume DefaultWindow.
+	StatisticsWindow = "statistics-window"
 )
+
+// DefaultWindow is the annotator's STATS_WINDOW default: the window a reader assumes where
+// StatisticsWindow is missing or unreadable.
+const DefaultWindow = 15 * time.Minute
+
+// FormatWindow writes a StatisticsWindow value: the window in whole seconds, base 10.
+func FormatWindow(w time.Duration) string {
+	return strconv.FormatInt(int64(w/time.Second), 10)
+}
+
+// Window reads StatisticsWindow from annotations: DefaultWindow when it is missing, not a
+// number, or not at least one second.
+func Window(annotations map[string]string) time.Duration {
+	v, ok := Lookup(annotations, StatisticsWindow)
+	if !ok || v < 1 || v > float64(math.MaxInt64/int64(time.Second)) {
+		return DefaultWindow
+	}
+	return time.Duration(v * float64(time.Second))
+}
 
 // FormatAmount writes an amount as the annotator does: rounded to the nearest integer (half
 // away from zero), in base 10.

@@ -71,3 +71,26 @@ func TestFormatRoundTrip(t *testing.T) {
 		t.Error("ParseTimestamp accepts surrounding spaces")
 	}
 }
+
+func TestWindow(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", DefaultWindow},
+		{"45", 45 * time.Second},
+		{FormatWindow(90 * time.Minute), 90 * time.Minute},
+		{"0", DefaultWindow},
+		{"-30", DefaultWindow},
+		{"15m", DefaultWindow},
+		{"1e300", DefaultWindow},
+	} {
+		a := map[string]string{}
+		if c.value != "" {
+			a[StatisticsWindow] = c.value
+		}
+		if got := Window(a); got != c.want {
+			t.Errorf("Window(%q) = %v, want %v", c.value, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-safe-scheduler/extender/nodestats"
 )
 
 // TestComposeVariance: within a workload spreads add, across workloads variances add.
@@ -54,7 +56,7 @@ func TestComposedSigma(t *testing.T) {
 		boundAt(webPod("d1", "1", "1Gi"), "n", after),
 	}
 	pods[2].Labels["app"] = "db"
-	sum := modelSum{spreads: true}
+	sum := modelSum{window: nodestats.DefaultWindow, spreads: true}
 	for _, p := range pods {
 		sum.addPresent(est, p, stamp)
 	}
@@ -72,7 +74,7 @@ func TestComposedSigma(t *testing.T) {
 	}
 	// The same pods there all window: the statistics hold them, nothing is added but the
 	// next pod's share of web's group: 160000 + 2·1000·500 + 500^2 = 1410000.
-	held := modelSum{spreads: true}
+	held := modelSum{window: nodestats.DefaultWindow, spreads: true}
 	for _, p := range pods {
 		p.Status.Conditions[0].LastTransitionTime.Time = stamp.Add(-time.Hour)
 		held.addPresent(est, p, stamp)

@@ -173,7 +173,7 @@ func fromRequests(r *resourceKind, req, capacity, d float64) measure {
 // readNode reads what the agent needs of a node, for both resources, before any pod's demand.
 func (a *Agent) readNode(n *corev1.Node) nodeInputs {
 	in := nodeInputs{cpu: a.read(n, &cpuResource), memory: a.read(n, &memoryResource),
-		stamp: readStamp(n.Annotations[nodestats.StatisticsTimestamp])}
+		stamp: readStamp(n.Annotations[nodestats.StatisticsTimestamp]), window: nodestats.Window(n.Annotations)}
 	cpu, okc := nodestats.Lookup(n.Annotations, nodestats.RequestedCPU)
 	memory, okm := nodestats.Lookup(n.Annotations, nodestats.RequestedMemory)
 	in.requested, in.requestedKnown = demand{cpu: cpu, memory: memory}, okc && okm
@@ -254,6 +254,9 @@ type resourceInputs struct {
 type nodeInputs struct {
 	cpu, memory resourceInputs
 	stamp       stamp
+	// window is the span the statistics cover (statistics-window; nodestats.DefaultWindow
+	// where the annotator writes none).
+	window time.Duration
 	// requested is the node annotator's requested-cpu and requested-memory, when both are
 	// readable (requestedKnown).
 	requested      demand

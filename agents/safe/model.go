@@ -12,8 +12,8 @@ import (
 //	projected = Σ_{pods on it now} estimate + residual
 //	residual  = measured − Σ_{pods there while it was measured} estimate × presence
 //
-// where measured is the annotator's statistics (the mean over its window, statsWindow, ending
-// at the statistics-timestamp), estimate is each pod's estimate (estimate.go: its workload's
+// where measured is the annotator's statistics (the mean over its window, the node's
+// statistics-window annotation, ending at the statistics-timestamp), estimate is each pod's estimate (estimate.go: its workload's
 // learned usage, or its request) and presence the share of the window the pod was on the node
 // (from its PodScheduled time to its departure, departures.go). The residual is what the
 // statistics measure and the pods do not explain: daemons, pods of no workload, model error.
@@ -27,17 +27,19 @@ import (
 // The statistics stay the truth for what they measure: every refresh sets the residual anew,
 // so a wrong estimate is corrected within one window after its pods settle.
 
-// statsWindow is the span the node annotator's statistics cover (its STATS_WINDOW default):
-// the presence of a pod is measured against it.
-const statsWindow = 15 * time.Minute
+// keptWindow is the longest statistics window whose departures the agent keeps (beyond
+// SAFE_MAX_STATS_AGE): a pod that left longer ago than that counts as wholly in the statistics
+// of a node with a longer window (it is not taken off: the node looks no emptier than its
+// statistics).
+const keptWindow = time.Hour
 
-// presence returns the share of the window [at − statsWindow, at] within [from, to] (to zero:
+// presence returns the share of the window [at − window, at] within [from, to] (to zero:
 // still there); from zero (placed at an unknown time: assumed, or just bound) means placed now.
-func presence(from, to, at time.Time) float64 {
-	if from.IsZero() {
+func presence(from, to, at time.Time, window time.Duration) float64 {
+	if from.IsZero() || window <= 0 {
 		return 0
 	}
-	start := at.Add(-statsWindow)
+	start := at.Add(-window)
 	if from.Before(start) {
 		from = start
 	}
@@ -48,13 +50,15 @@ func presence(from, to, at time.Time) float64 {
 	if !end.After(from) {
 		return 0
 	}
-	return float64(end.Sub(from)) / float64(statsWindow)
+	return float64(end.Sub(from)) / float64(window)
 }
 
 // modelSum sums a node's model terms, each rounded to a millicore and a byte, in integers (the
 // sum does not depend on the pods' order), and, when spreads is set (an estimator with
 // spreads), the spreads of each workload's pods (compose.go).
 type modelSum struct {
+	// window is the span of the node's statistics (nodestats.Window).
+	window         time.Duration
 	cpu, memory    int64
 	pods, departed int
 	spreads        bool
@@ -90,7 +94,7 @@ func (s *modelSum) addPresent(est Estimator, p *corev1.Pod, at time.Time) {
 		return
 	}
 	placed, _ := placedAt(p)
-	in := presence(placed, time.Time{}, at)
+	in := presence(placed, time.Time{}, at, s.window)
 	w := 1 - in
 	if w <= 0 && !s.spreads {
 		return
@@ -110,7 +114,7 @@ func (s *modelSum) addPresent(est Estimator, p *corev1.Pod, at time.Time) {
 // addDeparted takes off a pod gone from the node at est's estimate times its presence in the
 // statistics of at.
 func (s *modelSum) addDeparted(est Estimator, d *departure, at time.Time) {
-	w := presence(d.placed, d.left, at)
+	w := presence(d.placed, d.left, at, s.window)
 	if w <= 0 {
 		return
 	}
@@ -139,26 +143,26 @@ func (s *modelSum) load(share float64) load {
 	return l
 }
 
-// modelOn returns the model's load of node for statistics at at: what its pods now and the
-// pods gone from it add to its measured usage.
-func (a *Agent) modelOn(node string, at time.Time, version uint64) load {
+// modelOn returns the model's load of node for statistics over window ending at at: what its
+// pods now and the pods gone from it add to its measured usage.
+func (a *Agent) modelOn(node string, at time.Time, window time.Duration, version uint64) load {
 	generation := a.pods.PodsGeneration(node)
 	seq := a.departed.seqOf(node)
 	if e, ok := a.placedMemo.m.Load(node); ok {
-		if e := e.(*placedEntry); e.generation == generation && e.departures == seq && e.version == version && e.at.Equal(at) {
+		if e := e.(*placedEntry); e.generation == generation && e.departures == seq && e.version == version && e.at.Equal(at) && e.window == window {
 			return e.l
 		}
 	}
 	pods, generation := a.pods.PodsOn(node)
 	gone, _ := a.departed.on(node) // keyed by seq, read before: never newer than what is read
-	sum := modelSum{spreads: !a.byRequest}
+	sum := modelSum{window: window, spreads: !a.byRequest}
 	for _, p := range pods {
 		sum.addPresent(a.estimator, p, at)
 	}
 	for i := range gone {
 		sum.addDeparted(a.estimator, &gone[i], at)
 	}
-	e := &placedEntry{generation: generation, departures: seq, version: version, at: at, l: sum.load(a.share)}
+	e := &placedEntry{generation: generation, departures: seq, version: version, at: at, window: window, l: sum.load(a.share)}
 	a.storePlaced(node, e)
 	return e.l
 }

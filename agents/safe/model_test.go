@@ -37,7 +37,7 @@ func TestPresence(t *testing.T) {
 		// from at-6m to at-3m: 3 of 15.
 		{"came and went within", at.Add(-6 * time.Minute), at.Add(-3 * time.Minute), 0.2},
 	} {
-		if got := presence(tc.from, tc.to, at); math.Abs(got-tc.want) > 1e-12 {
+		if got := presence(tc.from, tc.to, at, nodestats.DefaultWindow); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: presence %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -70,10 +70,15 @@ func TestNodeModel(t *testing.T) {
 		name  string
 		model bool // the agent hears pod events: the node model
 	}
+	window := "" // the node's statistics-window annotation, when set
 	run := func(t *testing.T, used string, pods []*corev1.Pod, gone []*corev1.Pod, statsRequested string, k agentKind) (v framework.Verdict, cpu measure) {
 		t.Helper()
-		node := bigNode("n", ann{nodestats.MeanFreeCPU: used, nodestats.StdFreeCPU: "100", nodestats.StatisticsTimestamp: stamp.Format(time.RFC3339),
-			nodestats.StatisticsRequestedCPU: statsRequested, nodestats.StatisticsRequestedMemory: "0"})
+		annotations := ann{nodestats.MeanFreeCPU: used, nodestats.StdFreeCPU: "100", nodestats.StatisticsTimestamp: stamp.Format(time.RFC3339),
+			nodestats.StatisticsRequestedCPU: statsRequested, nodestats.StatisticsRequestedMemory: "0"}
+		if window != "" {
+			annotations[nodestats.StatisticsWindow] = window
+		}
+		node := bigNode("n", annotations)
 		node.ResourceVersion = "1"
 		c := &indexedCluster{testCluster: testCluster{nodes: []*corev1.Node{node}, pods: append(append([]*corev1.Pod(nil), pods...), gone...)},
 			generations: map[string]int64{}}
@@ -143,6 +148,28 @@ func TestNodeModel(t *testing.T) {
 		}
 		if v, _ := run(t, "6000", nil, gone, "4000", agentKind{"before", false}); v.Passes() {
 			t.Errorf("before the model: verdict %+v; want rejected", v)
+		}
+	})
+	t.Run("the window is the node's statistics-window", func(t *testing.T) {
+		// Four replicas bound 90s before statistics over 60s (a lab's time-compressed window, or
+		// an annotator's STATS_WINDOW=1m): the statistics held all of each, the model adds none.
+		// Read against the default 15m they would add 4 × 1884m, as in the first case.
+		window = "60"
+		defer func() { window = "" }()
+		var pods []*corev1.Pod
+		for _, n := range []string{"web-1", "web-2", "web-3", "web-4"} {
+			pods = append(pods, web(n, stamp.Add(-90*time.Second)))
+		}
+		if v, cpu := run(t, "14000", pods, nil, "4000", agentKind{"model", true}); !v.Passes() || cpu.placed != 0 {
+			t.Errorf("verdict %+v, placed %.0f; want passes, 0", v, cpu.placed)
+		}
+		// Bound 30s before: half of the 60s window missed each.
+		pods = pods[:0]
+		for _, n := range []string{"web-1", "web-2", "web-3", "web-4"} {
+			pods = append(pods, web(n, stamp.Add(-30*time.Second)))
+		}
+		if _, cpu := run(t, "14000", pods, nil, "4000", agentKind{"model", true}); cpu.placed != 4*math.Round(0.5*learned) {
+			t.Errorf("placed %.0f, want %.0f", cpu.placed, 4*math.Round(0.5*learned))
 		}
 	})
 	t.Run("a pod there all window adds nothing", func(t *testing.T) {

@@ -42,7 +42,7 @@ type load struct {
 // that each arrival counts at its estimate and each departure at its request (at least 0).
 func (a *Agent) placed(n *corev1.Node, in *nodeInputs, c *call) load {
 	if a.departed != nil && a.pods != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
-		return a.modelOn(n.Name, in.stamp.at, c.version)
+		return a.modelOn(n.Name, in.stamp.at, in.window, c.version)
 	}
 	if a.growth && in.stampRequestedKnown && a.cluster != nil && a.share > 0 && (in.cpu.measured || in.memory.measured) && in.stamp.readable {
 		alloc := a.cluster.Allocated(n.Name)
@@ -166,6 +166,7 @@ type placedEntry struct {
 	departures uint64 // the node's departures' sequence (model.go)
 	version    uint64 // the estimator's
 	at         time.Time
+	window     time.Duration
 	l          load
 }
 

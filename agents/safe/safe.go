@@ -150,9 +150,9 @@ func NewWithEstimator(cfg Config, h framework.Handle, est Estimator) (*Agent, er
 		byRequest: byRequest,
 	}
 	if h.PodEvents != nil && h.NodePods != nil && a.growth && a.share > 0 {
-		keep := 2*time.Hour + statsWindow
+		keep := 2*time.Hour + keptWindow
 		if a.maxAge > 0 {
-			keep = a.maxAge + statsWindow
+			keep = a.maxAge + keptWindow
 		}
 		a.departed = newDepartures(keep, func() time.Time { return a.now() })
 		if _, err := h.PodEvents.AddEventHandler(a.departed.handler()); err != nil {
