@@ -16,7 +16,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
 )
 
-// The packing simulation replays the quality lab's steady workload (e2e/cmd/eval/workload.go:
+// The packing simulation replays the quality lab's steady workload (e2e/lab/workload.go:
 // arrivals and departures holding 60-90 % of the cluster's cpu requested, pods of 0.5, 1, 2 or
 // 4 cpu with 2, 4 or 6 GiB per cpu, exponential run times) on identical nodes of 16 cpu /
 // 64 GiB, and places each pod as kube-scheduler v1.37 does with a given profile: every node
@@ -39,7 +39,7 @@ type packPod struct {
 }
 
 // packWorkload generates the lab's steady workload for nodes nodes over minutes minutes, mean
-// run time meanRun, the way e2e/cmd/eval Generate does (not the same random draws).
+// run time meanRun, the way e2e/lab Generate does (not the same random draws).
 func packWorkload(seed uint64, nodes int, minutes, meanRun float64) []packPod {
 	r := rand.New(rand.NewPCG(seed, 0x1ab5eed))
 	sizes := []struct {
