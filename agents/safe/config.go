@@ -174,7 +174,7 @@ type Config struct {
 	// (0..1000; 0 turns the estimate off). It needs cluster access (or plugin mode).
 	PlacedShare int `json:"placedShare" range:"[0,1000]" env:"SAFE_PLACED_SHARE" flag:"safe-placed-share" help:"safe agent: usage estimated for the pods placed on a node since its statistics-timestamp, percent of their requests, added to the node's measured usage (integer 0..1000; 0: off; needs cluster access)"`
 	// Placed is how the load placed since the statistics is counted.
-	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
+	Placed PlacedMode `json:"placed" env:"SAFE_PLACED" flag:"safe-placed" help:"safe agent: the load placed since a node's statistics: growth (with pod events, the node model: each pod on the node at its estimate for the share of the statistics' window it missed, each pod gone at its estimate for the share the window held; without them, its requests grown since, from the annotator's statistics-requested-* annotations; else as arrivals) or arrivals (the requests of the pods placed since its statistics-timestamp)"`
 	// BalanceScale is how safe-balance maps its objective to scores.
 	BalanceScale BalanceScale `json:"balanceScale" env:"SAFE_BALANCE_SCALE" flag:"safe-balance-scale" help:"safe agent: how safe-balance scores: absolute (floor((1 - obj) * 10 + 0.5), the original design) or relative (the candidates' lowest objective 10, the highest 0, the others in proportion)"`
 	// Estimate is what a pod is estimated at: its request, or its workload's learned usage.
