@@ -10,7 +10,6 @@ package e2e
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -42,49 +41,10 @@ func TestNodeModelPlugin(t *testing.T) {
 //     them off at their estimate: 14000 − 3 × 4187 + 4187 = 5626 (mu 0.35): taken. Before the
 //     model the requests gone counted off at most the growth since the statistics (0).
 func nodeModel(t *testing.T, plugin bool) {
-	exporter := &cadvisorExporter{start: time.Now(), pods: map[[2]string]podLoad{}}
-	target := httptest.NewServer(exporter)
-	defer target.Close()
-	prom := startPrometheusFor(t, target.Listener.Addr().String())
-
-	var c *harness.Cluster
-	var sa, user, scheduler string
-	if plugin {
-		c, sa = startWithPluginServiceAccount(t)
-		user, scheduler = pluginServiceAccount, pluginSchedulerName
-	} else {
-		c, sa = startWithServiceAccount(t)
-		user, scheduler = serviceAccountUser, schedulerName
-	}
-	c.CreateNode(t, harness.NodeSpec{Name: "learn", CPU: "64", Memory: "256Gi", Unschedulable: true})
-	pods := createDeploymentPods(t, c, "web", "learn", 3, "2", "256Mi")
-	exporter.mu.Lock()
-	for _, p := range pods {
-		exporter.pods[[2]string{"default", p}] = podLoad{cores: 4, bytes: 512 << 20}
-	}
-	exporter.mu.Unlock()
-	grantLearner(t, c)
-	grantFollower(t, c, user)
-	annotator := startAnnotator(t, c, map[string]string{
-		"STATS_SOURCE": "prometheus", "PROMETHEUS_URL": prom, "PROMETHEUS_NODE_LABEL": "node",
-		"USAGE_LEARNER": "true", "USAGE_INTERVAL": "1s", "USAGE_FLUSH_INTERVAL": "1s", "USAGE_STORE_SHARDS": "2",
-		"USAGE_MIN_OBSERVATIONS": "6", "USAGE_MIN_SPAN": "2s", "USAGE_LEASE_DURATION": "3s",
-		"USAGE_PROMETHEUS_CPU_QUERY": `sum by (namespace, pod) (irate(container_cpu_usage_seconds_total{container!=""}[5s]))`,
-	})
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		w, _, found := storedEstimate(t, c, "deployment.default.web")
-		if found && w.Estimate.Trusted {
-			t.Logf("learned: %+v, %d observations", w.Estimate, w.N)
-			break
-		}
-		if annotator.Exited() || time.Now().After(deadline) {
-			t.Fatalf("no trusted estimate of deployment default/web stored:\n%s", annotator.Tail(30))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	w := learnWeb(t, plugin)
+	c, sa, scheduler := w.c, w.sa, w.scheduler
 	// The statistics below are the test's: the annotator writes no more.
-	annotator.Stop()
+	w.annotator.Stop()
 
 	rs, err := c.Client.AppsV1().ReplicaSets("default").Get(t.Context(), "web-5d8f9c", metav1.GetOptions{})
 	if err != nil {

@@ -51,24 +51,36 @@ func grantFollower(t *testing.T, c *harness.Cluster, user string) {
 // mu 0.95) does not. The filter judges the pod (SAFE_FILTER pod: adaptive would take tight as
 // it is when no node takes the pod). Alone, tight rejects the pod with the estimate in the
 // reason; once roomy (3 cpu in use) joins, the pod lands there.
-func usagePlacement(t *testing.T, plugin bool) {
+// learnedWeb is what learnWeb leaves running: the cluster, the scheduler's kubeconfig, user
+// and name, and the node annotator with its usage learner.
+type learnedWeb struct {
+	c                   *harness.Cluster
+	sa, user, scheduler string
+	annotator           *harness.Process
+}
+
+// learnWeb starts a cluster whose scheduler (plugin mode, or the extenders' kube-scheduler) runs
+// as its service account, and the node annotator's usage learner, until the learner stores a
+// trusted estimate of Deployment default/web: three pods that request 2 cpu and 256Mi and use 4
+// cpu and 512Mi (Prometheus' cAdvisor-like series) on the cordoned node learn, which the
+// scheduler never offers.
+func learnWeb(t *testing.T, plugin bool) learnedWeb {
+	t.Helper()
 	exporter := &cadvisorExporter{start: time.Now(), pods: map[[2]string]podLoad{}}
 	target := httptest.NewServer(exporter)
-	defer target.Close()
+	t.Cleanup(target.Close)
 	prom := startPrometheusFor(t, target.Listener.Addr().String())
 
-	var c *harness.Cluster
-	var sa, user, scheduler string
+	var w learnedWeb
 	if plugin {
-		c, sa = startWithPluginServiceAccount(t)
-		user, scheduler = pluginServiceAccount, pluginSchedulerName
+		w.c, w.sa = startWithPluginServiceAccount(t)
+		w.user, w.scheduler = pluginServiceAccount, pluginSchedulerName
 	} else {
-		c, sa = startWithServiceAccount(t)
-		user, scheduler = serviceAccountUser, schedulerName
+		w.c, w.sa = startWithServiceAccount(t)
+		w.user, w.scheduler = serviceAccountUser, schedulerName
 	}
-	// The learning pods run on a cordoned node the scheduler never offers.
+	c := w.c
 	c.CreateNode(t, harness.NodeSpec{Name: "learn", CPU: "64", Memory: "256Gi", Unschedulable: true})
-	c.CreateNode(t, harness.NodeSpec{Name: "tight", CPU: "16", Memory: "64Gi", Annotations: statsAnnotations(5000, 100, 48*gi, gi)})
 	pods := createDeploymentPods(t, c, "web", "learn", 3, "2", "256Mi")
 	exporter.mu.Lock()
 	for _, p := range pods {
@@ -76,8 +88,8 @@ func usagePlacement(t *testing.T, plugin bool) {
 	}
 	exporter.mu.Unlock()
 	grantLearner(t, c)
-	grantFollower(t, c, user)
-	annotator := startAnnotator(t, c, map[string]string{
+	grantFollower(t, c, w.user)
+	w.annotator = startAnnotator(t, c, map[string]string{
 		"STATS_SOURCE": "prometheus", "PROMETHEUS_URL": prom, "PROMETHEUS_NODE_LABEL": "node",
 		"USAGE_LEARNER": "true", "USAGE_INTERVAL": "1s", "USAGE_FLUSH_INTERVAL": "1s", "USAGE_STORE_SHARDS": "2",
 		"USAGE_MIN_OBSERVATIONS": "6", "USAGE_MIN_SPAN": "2s", "USAGE_LEASE_DURATION": "3s",
@@ -85,16 +97,23 @@ func usagePlacement(t *testing.T, plugin bool) {
 	})
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		w, _, found := storedEstimate(t, c, "deployment.default.web")
-		if found && w.Estimate.Trusted {
-			t.Logf("learned: %+v, %d observations", w.Estimate, w.N)
+		e, _, found := storedEstimate(t, c, "deployment.default.web")
+		if found && e.Estimate.Trusted {
+			t.Logf("learned: %+v, %d observations", e.Estimate, e.N)
 			break
 		}
-		if annotator.Exited() || time.Now().After(deadline) {
-			t.Fatalf("no trusted estimate of deployment default/web stored:\n%s", annotator.Tail(30))
+		if w.annotator.Exited() || time.Now().After(deadline) {
+			t.Fatalf("no trusted estimate of deployment default/web stored:\n%s", w.annotator.Tail(30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	return w
+}
+
+func usagePlacement(t *testing.T, plugin bool) {
+	w := learnWeb(t, plugin)
+	c, sa, scheduler := w.c, w.sa, w.scheduler
+	c.CreateNode(t, harness.NodeSpec{Name: "tight", CPU: "16", Memory: "64Gi", Annotations: statsAnnotations(5000, 100, 48*gi, gi)})
 
 	// The scheduler starts after the store is written: it reads it back at start.
 	if plugin {
