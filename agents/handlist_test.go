@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -112,47 +113,64 @@ func handLists(text []byte, names []string, markdown bool) []int {
 // a list kept by hand, which leaves out the next agent with no test failing. Generate it from
 // agents.All (make generate) or derive it at test time.
 func TestNoHandListOfAgents(t *testing.T) {
-	var names []string
-	for _, r := range agents.All {
-		names = append(names, r.Name)
-	}
+	names := agentNames()
 	if len(names) < 2 {
 		t.Skip("one agent: any mention is a list")
 	}
 	found := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !scanned(d.Name()) || generatedFiles[rel] != "" {
-			return nil
-		}
-		text, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	want := func(rel string) bool { return scanned(path.Base(rel)) && generatedFiles[rel] == "" }
+	walkFiles(t, "node_modules", want, func(rel string, text []byte) {
 		if bytes.HasPrefix(text, []byte("# Generated from charts/kube-safe-scheduler")) {
-			return nil // yamlfiles/*.yaml, rendered from the chart
+			return // yamlfiles/*.yaml, rendered from the chart
 		}
 		for _, line := range handLists(text, names, strings.HasSuffix(rel, ".md")) {
 			found++
 			t.Errorf("%s:%d names every agent (%s) by hand: generate it from agents.All (make generate) or derive it from agents.All at test time",
 				rel, line, strings.Join(names, ", "))
 		}
+	})
+	t.Logf("%d hand lists of the %d agents", found, len(names))
+}
+
+// agentNames is the registry's agent names, in its order.
+func agentNames() []string {
+	var names []string
+	for _, r := range agents.All {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// walkFiles calls visit with the slash-separated path (from the repository's root) and the
+// text of every file of the tree that want takes, skipping hidden folders, bin and the folders
+// named skip.
+func walkFiles(t *testing.T, skip string, want func(rel string) bool, visit func(rel string, text []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == skip) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !want(rel) {
+			return nil
+		}
+		text, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		visit(rel, text)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d hand lists of the %d agents", found, len(names))
 }
 
 // The scan finds a list on one line, across the lines of a paragraph, and not in a generated
@@ -235,34 +253,16 @@ func agentLiterals(src []byte, names []string) ([]string, error) {
 // for every agent, cannot see: what such a list says of its agents (end to end only, no cluster
 // access) belongs in their Offer, where the next agent says it too.
 func TestNoPartialHandListOfAgents(t *testing.T) {
-	var names []string
-	for _, r := range agents.All {
-		names = append(names, r.Name)
-	}
+	names := agentNames()
 	allowed := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		// The registry, and this file's own examples.
-		if !strings.HasSuffix(rel, ".go") || rel == "agents/agents.go" || rel == "agents/handlist_test.go" {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	// Go files but the registry and this file's own examples.
+	want := func(rel string) bool {
+		return strings.HasSuffix(rel, ".go") && rel != "agents/agents.go" && rel != "agents/handlist_test.go"
+	}
+	walkFiles(t, "testdata", want, func(rel string, src []byte) {
 		lits, err := agentLiterals(src, names)
 		if err != nil {
-			return err
+			t.Fatalf("%s: %v", rel, err)
 		}
 		for _, l := range lits {
 			line, list, _ := strings.Cut(l, " ")
@@ -273,11 +273,7 @@ func TestNoPartialHandListOfAgents(t *testing.T) {
 			t.Errorf("%s:%s lists the agents %s by name: say what they share in their Offer (framework/registration.go) and derive the list from agents.All, or add it to someAgentsByName with why it is no list of agents",
 				rel, line, list)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for key := range someAgentsByName {
 		if !allowed[key] {
 			t.Errorf("someAgentsByName: %q is found no more: remove it", key)
