@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kube-safe-scheduler/extender/e2e/harness"
@@ -53,6 +54,7 @@ func main() {
 	traceDay := flag.String("trace-day", DefaultTraceDay, "-usage trace: the PlanetLab day whose VMs shape the pods' cpu over time (a fixture planetlab-<day>.csv in -traces: 20110303, 20110322)")
 	traceDir := flag.String("traces", "", "-usage trace: folder of the trace fixtures (default: <repo>/e2e/testdata/traces)")
 	ownerObjects := flag.Bool("owner-objects", false, "create each service workload's ReplicaSet (no replicas), so that kube-scheduler's default spreading sees a pod's siblings as in a cluster; without it pods carry only the owner reference")
+	parallel := flag.Int("parallel", 1, "runs at once, each on its own control plane; a 50-node run at -speed 20 takes about 0.65 of a core, so 2 suit two cores (each run's pod run / given and longest sample gap say whether it kept up)")
 	estimate := flag.Bool("estimate", false, "print how well requests and workload history predict the pods' usage for -workloads and -seeds, and run nothing")
 	flag.Parse()
 
@@ -118,6 +120,9 @@ func main() {
 	}
 	if *nodes < 1 || *minutes <= *warmup || *speed <= 0 || *meanRun <= 0 {
 		fail("need -nodes >= 1, -minutes > -warmup, -speed > 0, -mean-run > 0")
+	}
+	if *parallel < 1 {
+		fail("-parallel: %d is not a number of runs at once (1 or more)", *parallel)
 	}
 	rc := RunConfig{
 		Cluster:  Cluster{Nodes: *nodes, CPU: 16000, Memory: 64 << 30},
@@ -210,35 +215,69 @@ func main() {
 	}
 	command := "go run ./lab " + strings.Join(os.Args[1:], " ")
 
-	var results []Result
-	total, n := 0, 0
-	for _, w := range works {
-		total += len(seeds) * len(runs(strings.TrimSpace(w)))
+	// The runs, in table order (seed, workload, scheduler); -parallel of them at once, each on
+	// its own control plane. The report is rewritten after each run with every run done so far,
+	// in that order, so that an interrupted evaluation keeps what it measured.
+	type job struct {
+		w    Workload
+		s    Scheduler
+		seed uint64
 	}
-	began := time.Now()
+	var jobs []job
 	for _, seed := range seeds {
 		for _, wname := range works {
 			w, _ := Generate(strings.TrimSpace(wname), rc.Cluster, rc.Duration, rc.MeanRun, seed, rc.Model)
 			for _, s := range runs(w.Name) {
-				n++
-				fmt.Fprintf(os.Stderr, "[%d/%d %s] %s, seed %d, %s: %d pods\n", n, total,
-					time.Since(began).Round(time.Second), w.Name, seed, s.Name, len(w.Pods))
+				jobs = append(jobs, job{w: w, s: s, seed: seed})
+			}
+		}
+	}
+	done := make([]*Result, len(jobs))
+	var (
+		mu      sync.Mutex
+		results []Result
+		started int
+	)
+	began := time.Now()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range *parallel {
+		wg.Go(func() {
+			for i := range next {
+				j := jobs[i]
+				mu.Lock()
+				started++
+				fmt.Fprintf(os.Stderr, "[%d/%d %s] %s, seed %d, %s: %d pods\n", started, len(jobs),
+					time.Since(began).Round(time.Second), j.w.Name, j.seed, j.s.Name, len(j.w.Pods))
+				mu.Unlock()
 				sess := harness.NewSession(os.Stderr)
-				r := Run(sess, rc, w, s, seed)
+				r := Run(sess, rc, j.w, j.s, j.seed)
 				sess.Close()
-				l := loads[fmt.Sprintf("%s/%d", w.Name, seed)]
+				l := loads[fmt.Sprintf("%s/%d", j.w.Name, j.seed)]
 				r.Figures.LoadLow, r.Figures.LoadMean, r.Figures.LoadHigh = l.Low, l.Mean, l.High
 				if l.InBand() {
 					r.Figures.InBand = 1
 				}
-				results = append(results, r)
-				// The table so far, so that an interrupted run keeps what it measured.
+				mu.Lock()
+				done[i] = &r
+				results = results[:0]
+				for _, d := range done {
+					if d != nil {
+						results = append(results, *d)
+					}
+				}
 				if err := writeReport(*out, runHeader(command, rc, seeds)+loadNote.String()+estimatesTable(estimates), results); err != nil {
 					fail("writing the report: %v", err)
 				}
+				mu.Unlock()
 			}
-		}
+		})
 	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	fmt.Fprintf(os.Stderr, "eval: %d runs in %s; table and plots in %s\n", len(results), time.Since(began).Round(time.Second), *out)
 	md, _ := os.ReadFile(filepath.Join(*out, "results.md"))
 	os.Stdout.Write(md)
