@@ -129,11 +129,11 @@ bench-memory:
 ## eval: the placement quality lab (docs/quality.md): every scheduler on kwok nodes, usage from public
 ## cluster traces (fixtures in e2e/testdata/traces; EVAL_ARGS='-usage synthetic' for the lab's own
 ## model) through Prometheus and the node annotator; a table and plots in .cache/eval/<time>. EVAL_ARGS
-## changes it (e.g. EVAL_ARGS='-nodes 50 -minutes 120 -seeds 1 -schedulers defaults,safe'). The default, 200 nodes,
-## 60 simulated minutes at 10x (20x stretched safe's pods at 200 nodes), five seeds, each workload's
-## schedulers and the two references, oracle and workload-level (150 runs of about 6.3 minutes):
-## about 16 hours on two idle cores, two nights (docs/quality.md, "How to reproduce", splits it).
-EVAL_ARGS ?= -nodes 200 -minutes 60 -warmup 15 -speed 10 -seeds 1,2,3,4,5
+## changes it (e.g. EVAL_ARGS='-seeds 1 -schedulers defaults,safe'). The default, the published tables'
+## lab: 50 nodes, 45 simulated minutes (15 of warm-up) at 20x, five seeds, each workload's schedulers
+## and the two references, oracle and workload-level, two runs at once (160 runs of about 2.5 minutes):
+## about 3.5 hours on two idle cores. The lab before (200 nodes, 60 minutes at 10x) took about 16 hours.
+EVAL_ARGS ?= -nodes 50 -minutes 45 -warmup 15 -speed 20 -seeds 1,2,3,4,5 -parallel 2
 eval: prometheus
 	cd e2e && $(GO) run ./harness/cmd/prepare
 	cd e2e && $(GO) run ./lab $(EVAL_ARGS)

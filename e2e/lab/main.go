@@ -32,7 +32,7 @@ import (
 const defaultSchedulers = "defaults,oracle,workload-level,most-allocated,balanced,safe,safe-learn,defaults+descheduler,safe+descheduler,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,reward,gang,plugins-safe,plugins-gang,trimaran-tlp,trimaran-lvrb"
 
 // defaultOnly pairs each workload with the schedulers it is meant to compare.
-const defaultOnly = "steady=defaults,oracle,workload-level,most-allocated,balanced,safe,safe-learn,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb;" +
+const defaultOnly = "steady=defaults,oracle,workload-level,most-allocated,balanced,safe,safe-learn,pigeon-abp,pigeon-lb,pigeon-cons,pigeon-fewest,plugins-safe,trimaran-tlp,trimaran-lvrb,defaults+descheduler,safe+descheduler;" +
 	"burst=defaults,oracle,workload-level,most-allocated,safe,safe-learn,defaults+descheduler,safe+descheduler,plugins-safe,trimaran-tlp,trimaran-lvrb;reward=defaults,reward;gang=defaults,gang,plugins-gang"
 
 func main() {

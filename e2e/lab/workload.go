@@ -113,8 +113,9 @@ func Generate(name string, c Cluster, duration, meanRun time.Duration, seed uint
 			w.BadNodes = append(w.BadNodes, nodeName(i))
 		}
 	case WorkGang:
-		// A nearly full cluster: services at 85 %, plus the groups below.
-		load = func(time.Duration) float64 { return 0.85 }
+		// A nearly full cluster: services at 82 %, plus the groups below (at 85 %, the groups'
+		// noise on a 50-node cluster of 45 minutes took seed 2 to 109 %, out of its band).
+		load = func(time.Duration) float64 { return 0.82 }
 	default:
 		return w, fmt.Errorf("unknown workload %q (known: %v)", name, Workloads)
 	}
