@@ -56,6 +56,7 @@ func main() {
 	ownerObjects := flag.Bool("owner-objects", false, "create each service workload's ReplicaSet (no replicas), so that kube-scheduler's default spreading sees a pod's siblings as in a cluster; without it pods carry only the owner reference")
 	parallel := flag.Int("parallel", 1, "runs at once, each on its own control plane; a 50-node run at -speed 20 takes about 0.65 of a core, so 2 suit two cores (each run's pod run / given and longest sample gap say whether it kept up)")
 	estimate := flag.Bool("estimate", false, "print how well requests and workload history predict the pods' usage for -workloads and -seeds, and run nothing")
+	predictors := flag.Bool("predictors", false, "print how peak predictors (safe's Beta risk, Take it to the Limit's) judge the nodes of a requests-based placement of -workloads and -seeds against what their pods then use, and what the trace days say of a daily shape; run nothing")
 	flag.Parse()
 
 	fail := func(format string, args ...any) {
@@ -174,6 +175,16 @@ func main() {
 	loadNote.WriteString("\n\n")
 	if *estimate {
 		fmt.Print(estimatesTable(estimates))
+		return
+	}
+	if *predictors {
+		dir := *traceDir
+		if dir == "" {
+			dir, _ = tracesDir()
+		}
+		if err := runPredictors(rc, works, seeds, dir); err != nil {
+			fail("-predictors: %v", err)
+		}
 		return
 	}
 	var err error

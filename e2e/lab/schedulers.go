@@ -140,6 +140,19 @@ var Schedulers = []Scheduler{
 		File: "extender.safe.congestion.yaml", Descheduler: true},
 	{Name: "safe-learn", About: "safe with the annotator's usage learner on (reading the lab's Prometheus) and SAFE_ESTIMATE=learned: a pod's demand is its workload's learned p90 usage, not its request (issue 37)",
 		File: "extender.safe.congestion.yaml", Learner: true, Env: map[string]map[string]string{"safe": {"SAFE_ESTIMATE": "learned", "SAFE_ESTIMATE_NAMESPACE": "kube-system"}}},
+	{Name: "safe-learn-usage", About: "safe-learn with kube-scheduler's scores of requests (NodeResourcesFit, BalancedAllocation) disabled (issue 51)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: learnedSafe(nil), NoRequestScores: true},
+	{Name: "safe-learn-relative", About: "safe-learn with safe-balance's scores relative to the candidates (SAFE_BALANCE_SCALE=relative) (issue 51)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: learnedSafe(map[string]string{"SAFE_BALANCE_SCALE": "relative"})},
+	{Name: "safe-learn-bal3", About: "safe-learn with safe-balance weighing 3 instead of 1 (issue 51)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: learnedSafe(nil), Weights: map[string]int{"priorities/safe-balance": 3}},
+	{Name: "safe-learn-p50", About: "safe-learn with pods estimated at their workload's learned p50 (SAFE_ESTIMATE_PERCENTILE=50) instead of p90 (issue 51)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: learnedSafe(map[string]string{"SAFE_ESTIMATE_PERCENTILE": "50"})},
+	{Name: "safe-learn-e10", About: "safe-learn with acceptable risk 10 % instead of 30 % (SAFEPERCENTILE=10), in the filter and the overload score (issue 51)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: learnedSafe(map[string]string{"SAFEPERCENTILE": "10"})},
+	{Name: "safe-learn-tuned", About: "safe-learn without kube-scheduler's request scores, safe-balance relative and weighing 3 (issue 51)",
+		File: "extender.safe.congestion.yaml", Learner: true, Env: learnedSafe(map[string]string{"SAFE_BALANCE_SCALE": "relative"}),
+		NoRequestScores: true, Weights: map[string]int{"priorities/safe-balance": 3}},
 	{Name: "safe-arrivals", About: "safe, SAFE_PLACED=arrivals: the pods placed since the statistics counted, not the growth of the requests",
 		File: "extender.safe.congestion.yaml", Env: map[string]map[string]string{"safe": {"SAFE_PLACED": "arrivals"}}},
 	{Name: "safe-w6h", About: "safe with the annotator's statistics over 6 h every 5 min (its defaults before 2026-11-26) instead of 15 min every minute",
@@ -167,6 +180,16 @@ var Schedulers = []Scheduler{
 		File: "scheduler.plugins.yaml", Plugins: []string{"pod-group"}},
 	{Name: "plugins-safe", About: "plugin mode: yamlfiles/scheduler.plugins.yaml with safe-overload, safe-balance, congestion (the safe row's agents and weights)",
 		File: "scheduler.plugins.yaml", Plugins: []string{"safe-overload", "safe-balance", "congestion"}},
+}
+
+// learnedSafe is safe-learn's environment for the safe sidecar (pods estimated at their
+// workload's learned usage, read from the learner's ConfigMaps in kube-system) with extra on top.
+func learnedSafe(extra map[string]string) map[string]map[string]string {
+	env := map[string]string{"SAFE_ESTIMATE": "learned", "SAFE_ESTIMATE_NAMESPACE": "kube-system"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return map[string]map[string]string{"safe": env}
 }
 
 func findScheduler(name string) (Scheduler, error) {
