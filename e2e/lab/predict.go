@@ -144,6 +144,28 @@ func Frontier(p Prediction, maxRate float64) map[string]PredictorScore {
 	return best
 }
 
+// learn returns each workload's learnedWorkload from its pooled usage/request samples.
+func learn(samples map[string][]float64) map[string]learnedWorkload {
+	learned := map[string]learnedWorkload{}
+	for name, xs := range samples {
+		sort.Float64s(xs)
+		var sum, sq float64
+		for _, x := range xs {
+			sum += x
+		}
+		mean := sum / float64(len(xs))
+		for _, x := range xs {
+			sq += (x - mean) * (x - mean)
+		}
+		l := learnedWorkload{mean: mean, std: math.Sqrt(sq / float64(len(xs))), pct: map[int]float64{}}
+		for _, p := range append([]int{50}, predictPercentiles...) {
+			l.pct[p] = xs[min(len(xs)-1, int(math.Ceil(float64(p)/100*float64(len(xs))))-1)]
+		}
+		learned[name] = l
+	}
+	return learned
+}
+
 // Member is a pod on a node as the composition sees it: its workload and cpu request
 // (millicores).
 type Member struct {
@@ -251,23 +273,7 @@ func Predict(w Workload, m Model, seed uint64, c Cluster, duration, warmup, hori
 		}
 		pods[i] = q
 	}
-	learned := map[string]learnedWorkload{}
-	for name, xs := range samples {
-		sort.Float64s(xs)
-		var sum, sq float64
-		for _, x := range xs {
-			sum += x
-		}
-		mean := sum / float64(len(xs))
-		for _, x := range xs {
-			sq += (x - mean) * (x - mean)
-		}
-		l := learnedWorkload{mean: mean, std: math.Sqrt(sq / float64(len(xs))), pct: map[int]float64{}}
-		for _, p := range append([]int{50}, predictPercentiles...) {
-			l.pct[p] = xs[min(len(xs)-1, int(math.Ceil(float64(p)/100*float64(len(xs))))-1)]
-		}
-		learned[name] = l
-	}
+	learned := learn(samples)
 	capacity := float64(c.CPU)
 	limit := predictThreshold * capacity
 	out := Prediction{Workload: w.Name, Seed: seed, Scores: make([]PredictorScore, len(ps))}
@@ -611,6 +617,19 @@ func runPredictors(rc RunConfig, works []string, seeds []uint64, dir string) err
 		}
 	}
 	fmt.Print(predictionsTable(ps, predictHorizon))
+	var places [][]PlacementScore
+	var names []string
+	for _, seed := range seeds {
+		for _, name := range works {
+			w, err := Generate(strings.TrimSpace(name), rc.Cluster, rc.Duration, rc.MeanRun, seed, rc.Model)
+			if err != nil {
+				return err
+			}
+			places = append(places, Place(w, rc.Model, seed, rc.Cluster, rc.Duration, rc.Warmup, Policies()))
+			names = append(names, fmt.Sprintf("%s %d", w.Name, seed))
+		}
+	}
+	fmt.Print(placementTable(names, places))
 	days := TraceDays(dir)
 	var ds []DailyCheck
 	for _, a := range days {
@@ -627,4 +646,163 @@ func runPredictors(rc RunConfig, works []string, seeds []uint64, dir string) err
 	}
 	fmt.Print(dailyTable(ds))
 	return nil
+}
+
+// Policy is an offline placement rule for -predictors' placement comparison: the score of a node
+// (higher is better) given its requests and its pods' composition with the pod added, both as
+// shares of the node's capacity.
+type Policy struct {
+	Name, About string
+	Score       func(reqCPU, reqMem float64, c *Composed, capacity float64) float64
+}
+
+// Policies compare, without the lab's noise, what the learner's knowledge is worth when it is
+// alone and when kube-scheduler's request scores are mixed in (their 0..100 scores, summed
+// with equal weight, as the lab's safe-learn profile does with safe's extender scores).
+func Policies() []Policy {
+	leastAllocated := func(rc, rm float64) float64 { return 100 * ((1 - rc) + (1 - rm)) / 2 }
+	level := func(l float64, cp float64) float64 { return 100 * (1 - l/cp) }
+	return []Policy{
+		{"requests", "LeastAllocated on requests (kube-scheduler's defaults' main score)",
+			func(rc, rm float64, _ *Composed, _ float64) float64 { return leastAllocated(rc, rm) }},
+		{"level-mean", "the node whose cpu at its pods' learned means stays lowest (workload-level, learned)",
+			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }},
+		{"level-p90", "the node whose cpu at its pods' learned p90s stays lowest (safe-learn's estimate)",
+			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel, cp) }},
+		{"level-p90-clamped", "level-p90 with the level clamped at the capacity, as safe's mu is: every node projected full scores the same",
+			func(_, _ float64, c *Composed, cp float64) float64 { return 100 * (1 - math.Min(1, c.SafeLevel/cp)) }},
+		{"level-p90+sigma", "the p90s plus the composed spread (safe-balance's mu + sigma)",
+			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel+c.SafeSigma, cp) }},
+		{"level-mean+requests", "level-mean and LeastAllocated, equal weights",
+			func(rc, rm float64, c *Composed, cp float64) float64 {
+				return level(c.Mean, cp) + leastAllocated(rc, rm)
+			}},
+		{"level-p90+requests", "level-p90 and LeastAllocated, equal weights",
+			func(rc, rm float64, c *Composed, cp float64) float64 {
+				return level(c.SafeLevel, cp) + leastAllocated(rc, rm)
+			}},
+		{"level-p90+2requests", "level-p90 and LeastAllocated and BalancedAllocation's weight again",
+			func(rc, rm float64, c *Composed, cp float64) float64 {
+				return level(c.SafeLevel, cp) + 2*leastAllocated(rc, rm)
+			}},
+	}
+}
+
+// PlacementScore is one policy's result: the cpu overload volume above the threshold
+// (core-minutes, after the warm-up) and the pods placed.
+type PlacementScore struct {
+	Policy string
+	Volume float64
+	Placed int
+}
+
+// Place places w's pods on c by each policy (fitting by requests, ties to the lowest node) and
+// measures the cpu volume above the threshold from warmup to duration.
+func Place(w Workload, m Model, seed uint64, c Cluster, duration, warmup time.Duration, policies []Policy) []PlacementScore {
+	minutes := int(math.Ceil(duration.Minutes()))
+	usage := make([][]float64, len(w.Pods))
+	samples := map[string][]float64{}
+	for i := range w.Pods {
+		pp := &w.Pods[i]
+		from := int(pp.Arrive / time.Minute)
+		end := min(minutes, int(math.Ceil((pp.Arrive + pp.Duration).Minutes())))
+		for mm := from; mm < end; mm++ {
+			u, _ := m.Usage(seed, pp, time.Duration(mm)*time.Minute+30*time.Second)
+			usage[i] = append(usage[i], u)
+			samples[pp.Workload] = append(samples[pp.Workload], u/float64(pp.CPU))
+		}
+	}
+	learned := learn(samples)
+	capacity := float64(c.CPU)
+	var out []PlacementScore
+	for _, pol := range policies {
+		type node struct {
+			cpu, mem int64
+			pods     []int
+			load     []float64 // cpu per minute
+		}
+		nodes := make([]*node, c.Nodes)
+		for i := range nodes {
+			nodes[i] = &node{load: make([]float64, minutes)}
+		}
+		placed := 0
+		for i := range w.Pods {
+			pp := &w.Pods[i]
+			best, bestScore := -1, math.Inf(-1)
+			for j, n := range nodes {
+				// Drop the pods gone by now.
+				kept := n.pods[:0]
+				for _, k := range n.pods {
+					if w.Pods[k].Arrive+w.Pods[k].Duration > pp.Arrive {
+						kept = append(kept, k)
+					} else {
+						n.cpu -= w.Pods[k].CPU
+						n.mem -= w.Pods[k].Memory
+					}
+				}
+				n.pods = kept
+				if n.cpu+pp.CPU > c.CPU || n.mem+pp.Memory > c.Memory {
+					continue
+				}
+				members := make([]Member, 0, len(n.pods)+1)
+				for _, k := range n.pods {
+					members = append(members, Member{Workload: w.Pods[k].Workload, Request: float64(w.Pods[k].CPU)})
+				}
+				members = append(members, Member{Workload: pp.Workload, Request: float64(pp.CPU)})
+				comp, _ := compose(members, learned)
+				s := pol.Score(float64(n.cpu+pp.CPU)/capacity, float64(n.mem+pp.Memory)/float64(c.Memory), &comp, capacity)
+				if s > bestScore {
+					best, bestScore = j, s
+				}
+			}
+			if best < 0 {
+				continue
+			}
+			placed++
+			n := nodes[best]
+			n.pods = append(n.pods, i)
+			n.cpu += pp.CPU
+			n.mem += pp.Memory
+			from := int(pp.Arrive / time.Minute)
+			for k, u := range usage[i] {
+				n.load[from+k] += u
+			}
+		}
+		vol := 0.0
+		for _, n := range nodes {
+			for mm := int(warmup / time.Minute); mm < minutes; mm++ {
+				vol += math.Max(0, n.load[mm]-predictThreshold*capacity) / 1000
+			}
+		}
+		out = append(out, PlacementScore{Policy: pol.Name, Volume: vol, Placed: placed})
+	}
+	return out
+}
+
+// placementTable is Place's results in markdown: each policy's cpu volume above the threshold as a
+// ratio to the requests policy's, per workload and seed, and the median.
+func placementTable(names []string, places [][]PlacementScore) string {
+	var b strings.Builder
+	b.WriteString("Offline placements of the same pods (fitting by requests; learned as above): cpu core-minutes above 90 % after the warm-up, " +
+		"ratio to LeastAllocated on requests (its volume in brackets), and the pods placed:\n\n| policy | median |")
+	for _, n := range names {
+		b.WriteString(" " + n + " |")
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(names)) + "\n")
+	for i, pol := range Policies() {
+		var rs []float64
+		for _, p := range places {
+			rs = append(rs, p[i].Volume/math.Max(p[0].Volume, 1e-9))
+		}
+		fmt.Fprintf(&b, "| %s | %.2f |", pol.Name, median(rs))
+		for j, p := range places {
+			if i == 0 {
+				fmt.Fprintf(&b, " 1 (%.0f; %d) |", p[0].Volume, p[0].Placed)
+			} else {
+				fmt.Fprintf(&b, " %.2f (%d) |", rs[j], p[i].Placed)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String() + "\n"
 }

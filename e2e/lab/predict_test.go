@@ -148,3 +148,24 @@ func TestCheckDaily(t *testing.T) {
 		t.Error("a missing day: want an error")
 	}
 }
+
+// TestPlaceByLevelAvoidsTheHotNode: two nodes of 10 cores; pods a (2 cpu requested, using 4x:
+// 8 cores), b (6 cpu, using 0.6) and c (like a) arrive together for 20 minutes. LeastAllocated
+// on requests puts a on node 0, b on node 1 (empty), c beside a (2 cpu requested against 6):
+// 16 cores used, 7 above 9 for 20 minutes, 140 core-minutes. Balancing on the learned means puts
+// c beside b (8.6 cores against 16): nothing above 9.
+func TestPlaceByLevelAvoidsTheHotNode(t *testing.T) {
+	shape := flatShape(1)
+	pod := func(i int, name, workload string, cpu int64, ratio float64) PodPlan {
+		return PodPlan{Index: i, Name: name, Duration: 20 * time.Minute, CPU: cpu, Memory: 1 << 30, CPURatio: ratio, Workload: workload, Shape: shape}
+	}
+	w := Workload{Name: "hand", Pods: []PodPlan{pod(0, "a", "hot", 2000, 4), pod(1, "b", "cold", 6000, 0.1), pod(2, "c", "hot", 2000, 4)}}
+	pols := Policies()
+	got := Place(w, Model{}, 1, Cluster{Nodes: 2, CPU: 10000, Memory: 64 << 30}, 20*time.Minute, 0, pols[:2])
+	if got[0].Policy != "requests" || math.Abs(got[0].Volume-140) > 1e-6 || got[0].Placed != 3 {
+		t.Errorf("requests: %+v, want 140 core-minutes, 3 placed", got[0])
+	}
+	if got[1].Policy != "level-mean" || got[1].Volume != 0 || got[1].Placed != 3 {
+		t.Errorf("level-mean: %+v, want 0 core-minutes, 3 placed", got[1])
+	}
+}
