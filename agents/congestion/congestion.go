@@ -58,6 +58,9 @@ type Agent struct {
 	// plugin mode's scheduler CPU at 2000 nodes (docs/results/performance-history.md, "Remembered
 	// answers, the adaptive filter by chunks, congestion's memo").
 	factors framework.NodeBatchMemo[int64]
+	// listed is the same by position in plugin mode's shared list of nodes
+	// (framework.Positions): read in one pass, no lookup by name.
+	listed framework.ListMemo[int64]
 }
 
 var _ framework.Agent = (*Agent)(nil)
@@ -83,9 +86,14 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 
 // score gives each node Score(factor, M), factor read by Factor (or remembered from the node's
 // resourceVersion, see factorMemo).
-func (a *Agent) score(_ context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+func (a *Agent) score(ctx context.Context, _ *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	out := make([]int64, len(nodes))
-	a.factors.Get(nodes, out, func(n *corev1.Node) int64 { return Factor(n.Annotations) })
+	factor := func(n *corev1.Node) int64 { return Factor(n.Annotations) }
+	if p := framework.PositionsOf(ctx); p != nil && len(p.At) == len(nodes) {
+		a.listed.Get(p.List, p.At, nodes, out, factor)
+	} else {
+		a.factors.Get(nodes, out, factor)
+	}
 	for i, f := range out {
 		out[i] = Score(f, a.m)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,12 +226,26 @@ func TestFactorMemoMatchesParse(t *testing.T) {
 		for i, n := range subset {
 			want[i] = Score(Factor(n.Annotations), 100)
 		}
+		// Plugin mode's shared list of the nodes (framework.Positions), now and then in
+		// another order: the second caller asks by position in it.
+		list := &nodeList{nodes: slices.Clone(nodes)}
+		if r.IntN(4) == 0 {
+			r.Shuffle(len(list.nodes), func(i, j int) { list.nodes[i], list.nodes[j] = list.nodes[j], list.nodes[i] })
+		}
+		at := make([]int32, len(subset))
+		for i, n := range subset {
+			at[i] = int32(slices.Index(list.nodes, n))
+		}
 		var wg sync.WaitGroup
-		for range 2 {
+		for caller := range 2 {
 			wg.Go(func() {
-				got := extendertest.Must(a.score(context.Background(), &corev1.Pod{}, subset))
+				ctx := context.Background()
+				if caller == 1 {
+					ctx = framework.WithPositions(ctx, &framework.Positions{List: list, At: at})
+				}
+				got := extendertest.Must(a.score(ctx, &corev1.Pod{}, subset))
 				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("step %d: scores differ from a fresh parse (-parse +memo):\n%s", step, diff)
+					t.Errorf("step %d, caller %d: scores differ from a fresh parse (-parse +memo):\n%s", step, caller, diff)
 				}
 			})
 		}
@@ -243,3 +258,10 @@ func TestFactorMemoMatchesParse(t *testing.T) {
 		t.Errorf("only %d updates changed a factor: the test does not exercise the memo's invalidation", changed)
 	}
 }
+
+// nodeList is plugin mode's shared list of nodes (framework.NodeList) over a test's nodes.
+type nodeList struct{ nodes []*corev1.Node }
+
+func (l *nodeList) Len() int                   { return len(l.nodes) }
+func (l *nodeList) Node(i int) *corev1.Node    { return l.nodes[i] }
+func (l *nodeList) PodsGenerationAt(int) int64 { return 0 }

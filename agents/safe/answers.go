@@ -41,8 +41,11 @@ type nodeEntry struct {
 type prepared struct {
 	generation int64  // of the node's pods (0 without NodePods)
 	departures uint64 // the node's departures' sequence (model.go)
-	version    uint64 // the estimator's
-	base       nodeBase
+	// seen is the departures' global sequence (departures.global) at which departures was last
+	// found to be the node's: while no pod left any node since, it still is.
+	seen    atomic.Uint64
+	version uint64 // the estimator's
+	base    nodeBase
 	// classes are the answers by class of demand, replaced in turn past classSlots.
 	classes [classSlots]atomic.Pointer[classAnswers]
 	next    atomic.Uint32
@@ -111,24 +114,40 @@ const entryBatch = 64
 // entry returns n's entry, reading its inputs when n's version is new.
 func (a *Agent) entry(n *corev1.Node) *nodeEntry {
 	var out [1]*nodeEntry
-	a.entries([]*corev1.Node{n}, out[:])
+	a.entries(nil, nil, []*corev1.Node{n}, out[:])
 	return out[0]
 }
 
 // entries writes the entry of each node of nodes into out (len(out) >= len(nodes)), reading
-// the inputs of the nodes whose version is new. A node without a resourceVersion gets a new
-// entry, never kept (its version cannot be told from the next); two calls reading the same
-// version share the entry kept first, and so its answers.
-func (a *Agent) entries(nodes []*corev1.Node, out []*nodeEntry) {
-	a.nodes.Get(nodes, out, func(n *corev1.Node) *nodeEntry { return &nodeEntry{rv: n.ResourceVersion, in: a.readNode(n)} })
+// the inputs of the nodes whose version is new: by position in list (at: each node's) when the
+// call's nodes are in plugin mode's shared list, else by name. A node without a resourceVersion
+// gets a new entry, never kept (its version cannot be told from the next); two calls reading
+// the same version by name share the entry kept first, and so its answers.
+func (a *Agent) entries(list framework.NodeList, at []int32, nodes []*corev1.Node, out []*nodeEntry) {
+	read := func(n *corev1.Node) *nodeEntry { return &nodeEntry{rv: n.ResourceVersion, in: a.readNode(n)} }
+	if at != nil {
+		a.listed.Get(list, at, nodes, out, read)
+		return
+	}
+	a.nodes.Get(nodes, out, read)
+}
+
+// generationOf returns the generation of n's pods (NodePods.PodsGeneration), read by position
+// (at >= 0: n's in c.list) when the call's nodes are in a shared list.
+func (a *Agent) generationOf(n *corev1.Node, c *call, at int32) int64 {
+	if at >= 0 && c.list != nil {
+		return c.list.PodsGenerationAt(int(at))
+	}
+	return a.pods.PodsGeneration(n.Name)
 }
 
 // prepare returns n's prepared form for call c (e: n's entry), from e while n's pods and the
 // estimator are unchanged, or nil when the answer must be judged per pod: n has no
 // resourceVersion (its entry is not kept), its statistics are stale at the call's time, the
 // agent reads the cluster without a generation of the node's pods to key them by (placeSince's
-// walk of every pod), or the call prints a table (want false).
-func (a *Agent) prepare(n *corev1.Node, e *nodeEntry, c *call, want bool) *prepared {
+// walk of every pod), or the call prints a table (want false). at is n's position in c.list
+// (-1: none).
+func (a *Agent) prepare(n *corev1.Node, e *nodeEntry, c *call, want bool, at int32) *prepared {
 	if !want || n.ResourceVersion == "" || (a.pods == nil && a.cluster != nil) {
 		return nil
 	}
@@ -137,16 +156,23 @@ func (a *Agent) prepare(n *corev1.Node, e *nodeEntry, c *call, want bool) *prepa
 	}
 	var generation int64
 	if a.pods != nil {
-		generation = a.pods.PodsGeneration(n.Name) // before the pods: never newer than what is read
+		generation = a.generationOf(n, c, at) // before the pods: never newer than what is read
+	}
+	global := a.departed.global() // before the node's: seen never claims a newer sequence than read
+	old := e.prepared.Load()
+	if old != nil && old.generation == generation && old.version == c.version && old.seen.Load() == global {
+		return old // no pod left any node since old's departures were found current
 	}
 	seq := a.departed.seqOf(n.Name)
-	if p := e.prepared.Load(); p != nil && p.generation == generation && p.departures == seq && p.version == c.version {
-		return p
+	if old != nil && old.generation == generation && old.departures == seq && old.version == c.version {
+		old.seen.Store(global)
+		return old
 	}
 	// The load placed since the statistics as placeSince prepares it for any call (a call
 	// that skipped it, the filter off, must not prepare a node without it).
 	pc := call{version: c.version, indexed: a.pods != nil && a.cluster != nil && a.share > 0}
 	p := &prepared{generation: generation, departures: seq, version: c.version, base: a.base(n, &e.in, &e.in.cpu, &e.in.memory, a.placed(n, &e.in, &pc))}
+	p.seen.Store(global)
 	e.prepared.Store(p) // racing calls prepare the same, or a newer generation that the next call replaces
 	return p
 }

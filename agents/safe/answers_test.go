@@ -161,7 +161,7 @@ func TestAnswersMatchFresh(t *testing.T) {
 			d := podDemand(pod)
 			for _, n := range subset {
 				if e := kept.entry(n); n.ResourceVersion != "" {
-					if p := kept.prepare(n, e, &call{d: d, now: now}, true); p != nil && p.class(classKey{d: d}).scores[overloadSlot].Load() != nil {
+					if p := kept.prepare(n, e, &call{d: d, now: now}, true, -1); p != nil && p.class(classKey{d: d}).scores[overloadSlot].Load() != nil {
 						remembered++
 					}
 				}

@@ -42,6 +42,9 @@ type departures struct {
 	// any is false until the first departure.
 	seqs sync.Map // node name -> uint64
 	any  atomic.Bool
+	// last is seq, published after every node's seqs: a reader that loads it, then a node's
+	// seq, reads that node's seq as of last or later (global).
+	last atomic.Uint64
 }
 
 // maxDepartures bounds what departures keeps: past it, the oldest half of each node's list is
@@ -113,6 +116,17 @@ func (d *departures) left(pod *corev1.Pod) {
 	nd.seq = d.seq
 	d.seqs.Store(pod.Spec.NodeName, nd.seq)
 	d.any.Store(true)
+	d.last.Store(d.seq)
+}
+
+// global returns the sequence of the latest departure anywhere (0: none, or no departures
+// kept): a node's seqOf read after it is current as of it, so an answer keyed by a node's
+// sequence that was found current at global g stays current while global is g.
+func (d *departures) global() uint64 {
+	if d == nil {
+		return 0
+	}
+	return d.last.Load()
 }
 
 // prune returns list without the departures that left before since.

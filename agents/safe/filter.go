@@ -39,8 +39,9 @@ func (a *Agent) Filters() []framework.Filter {
 // filterOverload rejects the nodes where a resource's risk exceeds the acceptable risk.
 // With Stale reject, a node whose statistics are stale is rejected as unresolvable (preemption
 // cannot refresh statistics), with the age in the reason.
-func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+func (a *Agent) filterOverload(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 	c := a.newCall(pod)
+	at := c.positioned(ctx, nodes)
 	a.counted(c)
 	defer a.done("predicates/"+FilterOverload, c)
 	out := make([]framework.Verdict, len(nodes))
@@ -53,31 +54,32 @@ func (a *Agent) filterOverload(_ context.Context, pod *corev1.Pod, nodes []*core
 	if a.cfg.Filter != FilterOff {
 		a.placeSince(nodes, c)
 	}
-	a.judgeNodes(pod, nodes, c, out)
-	if a.cfg.Filter == FilterAdaptive && !a.anyTakes(nodes, c, out) {
+	a.judgeNodes(pod, nodes, at, c, out)
+	if a.cfg.Filter == FilterAdaptive && !a.anyTakes(nodes, at, c, out) {
 		// No node that can hold the pod's request takes it within the acceptable risk: judge
 		// the nodes as they are, so that a large pod is not kept out for ever.
 		c.d = demand{}
 		clear(out)
-		a.judgeNodes(pod, nodes, c, out)
+		a.judgeNodes(pod, nodes, at, c, out)
 	}
 	return out, nil
 }
 
 // judgeNodes writes the filter's verdict on every node into out, with the call's demand: from
 // the node prepared for every pod (answers.go), or judged per pod (judgeOne) when it cannot be
-// prepared (stale statistics, no resourceVersion, a table to print).
-func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out []framework.Verdict) {
+// prepared (stale statistics, no resourceVersion, a table to print). at holds the nodes'
+// positions in c.list (nil: none).
+func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, at []int32, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
 	class := classOf(c)
 	judge := func(lo, hi int) {
 		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
 			if i%entryBatch == 0 {
-				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+				a.entries(c.list, sub(at, lo+i, min(lo+i+entryBatch, hi)), nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
 			}
 			e := batch[i%entryBatch]
-			if p := a.prepare(n, e, c, tbl == nil); p != nil {
+			if p := a.prepare(n, e, c, tbl == nil, position(at, lo+i)); p != nil {
 				ca := p.class(class)
 				v := ca.verdict.Load()
 				if v == nil {
@@ -109,6 +111,22 @@ func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, c *call, out [
 	} else {
 		forChunks(len(nodes), judge)
 	}
+}
+
+// sub is at[lo:hi], nil when at is.
+func sub(at []int32, lo, hi int) []int32 {
+	if at == nil {
+		return nil
+	}
+	return at[lo:hi]
+}
+
+// position is at[i], -1 when at is nil.
+func position(at []int32, i int) int32 {
+	if at == nil {
+		return -1
+	}
+	return at[i]
 }
 
 // passes is the verdict that lets a node through, shared by the prepared nodes' classes (never
@@ -152,12 +170,14 @@ func (a *Agent) acceptable(m *measure) bool {
 // requests are unknown counts as having room). In plugin mode the filter judges every node of
 // the snapshot, before kube-scheduler's fit: a node the pod cannot fit on must not hide that no
 // node it fits on takes it.
-func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict) bool {
+func (a *Agent) anyTakes(nodes []*corev1.Node, at []int32, c *call, out []framework.Verdict) bool {
 	for i, n := range nodes {
 		if !out[i].Passes() {
 			continue
 		}
-		req, ok := a.requests(n, &a.entry(n).in)
+		var e [1]*nodeEntry
+		a.entries(c.list, sub(at, i, i+1), nodes[i:i+1], e[:])
+		req, ok := a.requests(n, &e[0].in)
 		if !ok || (req.cpu+c.fit.cpu <= allocatable(n, &cpuResource) && req.memory+c.fit.memory <= allocatable(n, &memoryResource)) {
 			return true
 		}
@@ -170,28 +190,31 @@ func (a *Agent) anyTakes(nodes []*corev1.Node, c *call, out []framework.Verdict)
 // the list until one does (on a cluster with room, within the first batch); the function
 // returned then judges any nodes as filterOverload judges them in one call over list (the pod's
 // request added, or the nodes as they are when none takes it), at this call's time.
-func (a *Agent) filterForList(_ context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error) {
+func (a *Agent) filterForList(ctx context.Context, pod *corev1.Pod, list []*corev1.Node) (framework.FilterFunc, error) {
 	c := a.newCall(pod) // never done(): the chunks' calls publish the stale nodes they judge
+	at := c.positioned(ctx, list)
 	a.counted(c)
 	d := c.d
 	a.placeSince(list, c)
 	takes := false
 	out := make([]framework.Verdict, min(len(list), forListBatch))
 	for lo := 0; lo < len(list) && !takes; lo += forListBatch {
-		batch := list[lo:min(lo+forListBatch, len(list))]
+		hi := min(lo+forListBatch, len(list))
+		batch := list[lo:hi]
 		clear(out)
-		a.judgeNodes(pod, batch, c, out[:len(batch)])
-		takes = a.anyTakes(batch, c, out[:len(batch)])
+		a.judgeNodes(pod, batch, sub(at, lo, hi), c, out[:len(batch)])
+		takes = a.anyTakes(batch, sub(at, lo, hi), c, out[:len(batch)])
 	}
 	if !takes {
 		d = demand{} // judge the nodes as they are, so that a large pod is not kept out for ever
 	}
-	return func(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
+	return func(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]framework.Verdict, error) {
 		c := &call{d: d, now: c.now, pod: c.pod, learned: c.learned, source: c.source, version: c.version}
+		at := c.positioned(ctx, nodes)
 		defer a.done("predicates/"+FilterOverload, c)
 		out := make([]framework.Verdict, len(nodes))
 		a.placeSince(nodes, c)
-		a.judgeNodes(pod, nodes, c, out)
+		a.judgeNodes(pod, nodes, at, c, out)
 		return out, nil
 	}, nil
 }

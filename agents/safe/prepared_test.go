@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -175,6 +176,26 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 			return a
 		}
 		kept := agent()
+		// list is plugin mode's shared list of the nodes (framework.Positions), by which one of
+		// the two callers below asks: rebuilt whenever a node changes (as the adapter does), and
+		// now and then in another order or with one node more (positions shift, the list's
+		// length changes).
+		var list *testList
+		relist := func() {
+			l := &testList{c: c, nodes: slices.Clone(nodes)}
+			if r.IntN(4) == 0 {
+				r.Shuffle(len(l.nodes), func(i, j int) { l.nodes[i], l.nodes[j] = l.nodes[j], l.nodes[i] })
+			}
+			if r.IntN(4) == 0 {
+				l.nodes = append(l.nodes, bigNode("extra", nil))
+			}
+			l.at = map[*corev1.Node]int32{}
+			for i, n := range l.nodes {
+				l.at[n] = int32(i)
+			}
+			list = l
+		}
+		relist()
 
 		for step := range 40 {
 			switch k := r.IntN(7); {
@@ -194,11 +215,20 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 			case k == 2: // the annotator refreshes a node's statistics
 				i := r.IntN(len(nodes))
 				nodes[i] = statNode(i)
+				relist()
 			case k == 3: // time goes by: statistics age, some turn stale
 				now = now.Add(time.Duration(r.IntN(15)) * time.Minute)
 			case k == 4: // the learner's store changes
 				web := []float64{0.8 + r.Float64(), 1, 1.3}[r.IntN(3)]
 				est.learn(map[string]float64{"web": web, "batch": []float64{1, web, 0.6}[r.IntN(3)], "cache": 1 + r.Float64()})
+			case k == 5: // the scheduler's list changes (the same nodes)
+				relist()
+			case k == 6 && len(c.pods) > 0: // a pod's deletion heard before the scheduler's snapshot drops it
+				gone := c.pods[r.IntN(len(c.pods))]
+				removals = append(removals, removal{gone, now})
+				for _, h := range handlers {
+					h.OnDelete(gone)
+				}
 			}
 
 			var subset []*corev1.Node
@@ -247,27 +277,37 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 			}
 
 			var wg sync.WaitGroup
-			for range 2 {
+			at := make([]int32, len(subset))
+			for i, n := range subset {
+				at[i] = list.at[n]
+			}
+			for caller := range 2 {
 				wg.Go(func() {
+					ctx := t.Context()
 					kc := kept.newCall(pod)
+					var pos []int32
+					if caller == 1 { // by position in the shared list
+						ctx = framework.WithPositions(ctx, &framework.Positions{List: list, At: at})
+						pos = kc.positioned(ctx, subset)
+					}
 					kept.placeSince(subset, kc)
 					got := map[string][]any{}
 					for _, d := range []demand{kc.d, {}} {
 						kc.d = d
 						out := make([]framework.Verdict, len(subset))
-						kept.judgeNodes(pod, subset, kc, out)
+						kept.judgeNodes(pod, subset, pos, kc, out)
 						for _, v := range out {
 							got["filter"+fmt.Sprint(d)] = append(got["filter"+fmt.Sprint(d)], v)
 						}
 					}
 					for slot, of := range []scorer{overloadScorer, balanceScorer, fineBalanceScorer} {
 						has := make([]bool, len(subset))
-						for i, s := range kept.score("test", slot, pod, subset, of, has) {
+						for i, s := range kept.score(ctx, "test", slot, pod, subset, of, has) {
 							got[fmt.Sprint("score", slot)] = append(got[fmt.Sprint("score", slot)], s, has[i])
 						}
 					}
 					if diff := cmp.Diff(want, got); diff != "" {
-						t.Errorf("%s: prepared answers differ (-per pod +prepared):\n%s", what, diff)
+						t.Errorf("%s, caller %d: prepared answers differ (-per pod +prepared):\n%s", what, caller, diff)
 					}
 				})
 			}
@@ -282,3 +322,15 @@ func TestPreparedAnswersArePerPodAnswers(t *testing.T) {
 		t.Errorf("%d answers from prepared nodes, %d rejections, %d of a learned estimate: the test does not exercise them", prepared, rejected, learnedRejected)
 	}
 }
+
+// testList is plugin mode's shared list of nodes (framework.NodeList) over a test's nodes, the
+// generations of their pods read from the cluster c.
+type testList struct {
+	c     *indexedCluster
+	nodes []*corev1.Node
+	at    map[*corev1.Node]int32
+}
+
+func (l *testList) Len() int                     { return len(l.nodes) }
+func (l *testList) Node(i int) *corev1.Node      { return l.nodes[i] }
+func (l *testList) PodsGenerationAt(i int) int64 { return l.c.PodsGeneration(l.nodes[i].Name) }

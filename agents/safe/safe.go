@@ -51,6 +51,9 @@ type Agent struct {
 	// nodes memoizes each node's parsed annotations and allocatable, and its latest answers
 	// (see nodeEntry).
 	nodes framework.NodeBatchMemo[*nodeEntry]
+	// listed is the same by position in plugin mode's shared list of nodes (framework.Positions):
+	// a call's entries read in one pass, no lookup by name.
+	listed framework.ListMemo[*nodeEntry]
 	// cluster is the cluster view (nil without cluster access): it gives the requests of a
 	// node without statistics and the pods placed since a node's statistics.
 	cluster framework.Cluster
@@ -213,6 +216,20 @@ type call struct {
 	// when the agent has no NodePods; with one, indexed tells to look it up per node.
 	placed  map[string]load
 	indexed bool
+	// list is the shared list of nodes the call's nodes are in (framework.Positions), nil
+	// when the call carries none (the extender's).
+	list framework.NodeList
+}
+
+// positioned sets c.list from ctx and returns the positions of the call's nodes in it (nil
+// when ctx carries none, or positions for another number of nodes).
+func (c *call) positioned(ctx context.Context, nodes []*corev1.Node) []int32 {
+	p := framework.PositionsOf(ctx)
+	if p == nil || len(p.At) != len(nodes) {
+		return nil
+	}
+	c.list = p.List
+	return p.At
 }
 
 // podEstimate is a pod's estimate at an estimator's version.

@@ -29,17 +29,17 @@ func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigm
 func fineBalanceScorer(_ *Agent, m measure) int64 { return fineBalance(m.mu, m.sigma) }
 
 // scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
-func (a *Agent) scoreOverload(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	return a.score(PriorityOverload, overloadSlot, pod, nodes, overloadScorer, nil), nil
+func (a *Agent) scoreOverload(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+	return a.score(ctx, PriorityOverload, overloadSlot, pod, nodes, overloadScorer, nil), nil
 }
 
 // scoreBalance scores the nodes by utilization and spread: see BalanceScore and NodeScore.
-func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+func (a *Agent) scoreBalance(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
 	if a.cfg.BalanceScale != BalanceRelative {
-		return a.score(PriorityBalance, balanceSlot, pod, nodes, balanceScorer, nil), nil
+		return a.score(ctx, PriorityBalance, balanceSlot, pod, nodes, balanceScorer, nil), nil
 	}
 	has := make([]bool, len(nodes))
-	return RelativeScores(a.score(PriorityBalance, fineBalanceSlot, pod, nodes, fineBalanceScorer, has), has), nil
+	return RelativeScores(a.score(ctx, PriorityBalance, fineBalanceSlot, pod, nodes, fineBalanceScorer, has), has), nil
 }
 
 // score scores every node with the per-resource score of: a resource without statistics does
@@ -47,8 +47,10 @@ func (a *Agent) scoreBalance(_ context.Context, pod *corev1.Pod, nodes []*corev1
 // Stale policy: a node with stale statistics scores 0. has, when not nil, is set for the nodes
 // with some resource judged or unjudgeable (those NodeScore does not give 0 for want of any).
 // slot is the scorer's place in classAnswers.scores.
-func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
+// The nodes' positions in plugin mode's shared list are ctx's (framework.Positions).
+func (a *Agent) score(ctx context.Context, name string, slot int, pod *corev1.Pod, nodes []*corev1.Node, of scorer, has []bool) []int64 {
 	c := a.newCall(pod)
+	at := c.positioned(ctx, nodes)
 	defer a.done("priorities/"+name, c)
 	a.placeSince(nodes, c)
 	tbl := a.newTable(name, pod, c.d)
@@ -58,10 +60,10 @@ func (a *Agent) score(name string, slot int, pod *corev1.Pod, nodes []*corev1.No
 		var batch [entryBatch]*nodeEntry
 		for i, n := range nodes[lo:hi] {
 			if i%entryBatch == 0 {
-				a.entries(nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+				a.entries(c.list, sub(at, lo+i, min(lo+i+entryBatch, hi)), nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
 			}
 			e := batch[i%entryBatch]
-			if p := a.prepare(n, e, c, tbl == nil); p != nil {
+			if p := a.prepare(n, e, c, tbl == nil, position(at, lo+i)); p != nil {
 				ca := p.class(class)
 				m := ca.scores[slot].Load()
 				if m == nil {

@@ -430,6 +430,40 @@ type listViews struct {
 type nodeList struct {
 	src, views []*corev1.Node
 	pos        map[*corev1.Node]int32
+	// infos are the NodeInfos of src, by position (PodsGenerationAt), and iota the positions
+	// 0..len-1, of which a chunk of consecutive nodes takes its framework.Positions.At.
+	infos []fwk.NodeInfo
+	iota  []int32
+}
+
+var _ framework.NodeList = (*nodeList)(nil)
+
+// Len implements framework.NodeList.
+func (l *nodeList) Len() int { return len(l.views) }
+
+// Node implements framework.NodeList: the view at position i.
+func (l *nodeList) Node(i int) *corev1.Node { return l.views[i] }
+
+// PodsGenerationAt implements framework.NodeList: the generation of the NodeInfo at position
+// i, the one snapshotCluster.PodsGeneration finds by the node's name (the snapshot's list and
+// map hold the same NodeInfo objects, which kube-scheduler updates in place).
+func (l *nodeList) PodsGenerationAt(i int) int64 { return l.infos[i].GetGeneration() }
+
+// positions returns the framework.Positions of the list's nodes lo..hi-1.
+func (l *nodeList) positions(lo, hi int) *framework.Positions {
+	return &framework.Positions{List: l, At: l.iota[lo:hi]}
+}
+
+// positionsIota returns 0..n-1, shared by lists of the same length.
+func positionsIota(old *nodeList, n int) []int32 {
+	if old != nil && len(old.iota) == n {
+		return old.iota
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
 }
 
 // nodeList returns the views of the nodes of infos, from the cached list when infos holds the
@@ -447,7 +481,7 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 	if l := c.list; l != nil && len(infos) == len(l.src) {
 		var changed []int
 		for i := 0; i < len(infos) && len(changed) <= maxPatched(len(infos)); i++ {
-			if infos[i].Node() != l.src[i] {
+			if infos[i].Node() != l.src[i] || infos[i] != l.infos[i] {
 				changed = append(changed, i)
 			}
 		}
@@ -459,13 +493,15 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 			return p, true
 		}
 	}
-	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[*corev1.Node]int32, len(infos))}
+	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[*corev1.Node]int32, len(infos)),
+		infos: make([]fwk.NodeInfo, 0, len(infos))}
 	for _, ni := range infos {
 		if n := ni.Node(); n != nil {
 			l.pos[n] = int32(len(l.src))
-			l.src, l.views = append(l.src, n), append(l.views, a.view(n))
+			l.src, l.views, l.infos = append(l.src, n), append(l.views, a.view(n)), append(l.infos, ni)
 		}
 	}
+	l.iota = positionsIota(c.list, len(l.src))
 	if len(l.src) != len(infos) {
 		c.list = nil
 		return l, false
@@ -491,14 +527,14 @@ func (a *Adapter) patched(l *nodeList, infos []fwk.NodeInfo, changed []int) *nod
 			return nil
 		}
 	}
-	p := &nodeList{src: slices.Clone(l.src), views: slices.Clone(l.views), pos: maps.Clone(l.pos)}
+	p := &nodeList{src: slices.Clone(l.src), views: slices.Clone(l.views), pos: maps.Clone(l.pos), infos: slices.Clone(l.infos), iota: l.iota}
 	for _, i := range changed {
 		delete(p.pos, l.src[i])
 	}
 	for _, i := range changed {
 		n := infos[i].Node()
 		p.pos[n] = int32(i)
-		p.src[i], p.views[i] = n, a.view(n)
+		p.src[i], p.views[i], p.infos[i] = n, a.view(n), infos[i]
 	}
 	return p
 }

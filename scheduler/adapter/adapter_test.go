@@ -56,7 +56,7 @@ const allPlugins = "multiPoint:\n  enabled:\n  - name: test-fit\n  - name: test-
 // args reach the plugins as they do in the scheduler) and builds its first profile's framework
 // with the adapter's plugins, over a snapshot of nodes and pods. The default in-tree plugins the
 // decoding adds are dropped, except the queue sort and the binder every profile needs.
-func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*corev1.Node, pods []*corev1.Pod) (schedframework.Framework, *cache.Snapshot, error) {
+func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*corev1.Node, pods []*corev1.Pod, opts ...frameworkruntime.Option) (schedframework.Framework, *cache.Snapshot, error) {
 	t.Helper()
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode([]byte(cfgYAML), nil, nil)
 	if err != nil {
@@ -89,8 +89,8 @@ func newFramework(t testing.TB, a *adapter.Adapter, cfgYAML string, nodes []*cor
 		t.Fatal(err)
 	}
 	snap := cache.NewSnapshot(pods, nodes)
-	fw, err := frameworkruntime.NewFramework(t.Context(), registry, &prof,
-		frameworkruntime.WithSnapshotSharedLister(snap), frameworkruntime.WithClientSet(fake.NewClientset()))
+	fw, err := frameworkruntime.NewFramework(t.Context(), registry, &prof, append([]frameworkruntime.Option{
+		frameworkruntime.WithSnapshotSharedLister(snap), frameworkruntime.WithClientSet(fake.NewClientset())}, opts...)...)
 	return fw, snap, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,7 +12,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -19,6 +25,7 @@ import (
 	"github.com/kube-safe-scheduler/extender/agents"
 	"github.com/kube-safe-scheduler/extender/framework/decisions"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/fixtures"
+	"github.com/kube-safe-scheduler/extender/nodestats"
 	"github.com/kube-safe-scheduler/extender/scheduler/adapter"
 )
 
@@ -35,7 +42,7 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{500, 2000, 5000} {
 		nodes := benchNodes(n, now)
-		pods := boundPods(nodes)
+		pods := boundPods(nodes, now)
 		for _, set := range []struct {
 			name, plugins string
 			decisions     bool // the adapter keeps decisions (DECISIONS_KEPT)
@@ -67,26 +74,89 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 	}
 }
 
-// boundPods are 8 pods bound on each node (for pigeon's allocation, and safe's placed load).
-func boundPods(nodes []*corev1.Node) []*corev1.Pod {
+// boundPods are 8 pods bound on each node (for pigeon's allocation, and safe's node model),
+// bound at times that the node model weighs every way against the statistics' window
+// (benchWindow, ending at now): 4 before the window (wholly in the statistics: they add
+// nothing), 2 within it (they add the part the window missed), 1 with no PodScheduled time
+// (counted whole, as a pod just bound), and 1 after the statistics (counted whole).
+func boundPods(nodes []*corev1.Node, now time.Time) []*corev1.Pod {
 	var pods []*corev1.Pod
 	for i, node := range nodes {
 		for k := range 8 {
 			p := fixtures.Pod(fmt.Sprintf("bound-%d-%d", i, k), "100m", "128Mi")
 			p.Spec.NodeName = node.Name
+			var at time.Time
+			switch {
+			case k < 4:
+				at = now.Add(-2 * benchWindow)
+			case k < 6:
+				at = now.Add(-benchWindow * time.Duration(k-3) / 3)
+			case k == 7:
+				at = now.Add(time.Minute)
+			}
+			if !at.IsZero() {
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
+			}
 			pods = append(pods, p)
 		}
 	}
 	return pods
 }
 
+// benchWindow is the benchmark nodes' statistics window (nodestats.StatisticsWindow).
+const benchWindow = 15 * time.Minute
+
+// withPodEvents returns the framework option that gives the agents the scheduler's pod events,
+// as kube-scheduler's shared informer factory does (safe's node model is on only with them), and
+// depart, which (once the framework is built, its agents listening) makes one pod gone from every
+// departedEvery-th node within the statistics' window, delivered to every handler as the pod
+// informer delivers a deletion (the informer is not run: its handlers are called).
+func withPodEvents(b *testing.B, pods []*corev1.Pod) (opt frameworkruntime.Option, depart func()) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	informer := &handlersInformer{SharedIndexInformer: cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{})}
+	factory.InformerFor(&corev1.Pod{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return informer })
+	return frameworkruntime.WithInformerFactory(factory), func() {
+		if len(informer.handlers) == 0 {
+			b.Fatal("no agent listens to pod events: the node model is off")
+		}
+		for i, p := range pods {
+			if i%(8*departedEvery) != 0 {
+				continue
+			}
+			gone := p.DeepCopy()
+			gone.Name += "-gone"
+			gone.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(time.Now().Add(-benchWindow / 2))}}
+			for _, h := range informer.handlers {
+				h.OnDelete(gone)
+			}
+		}
+	}
+}
+
+// handlersInformer is a pod informer that keeps the handlers added to it, for withPodEvents.
+type handlersInformer struct {
+	cache.SharedIndexInformer
+	handlers []cache.ResourceEventHandler
+}
+
+func (i *handlersInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	i.handlers = append(i.handlers, h)
+	return nil, nil
+}
+
+// departedEvery: one node in departedEvery has a pod gone within its statistics' window.
+const departedEvery = 4
+
 // perPodCycles runs BenchmarkPluginsPerPod's cycle for each pod of the loop, calling update (if
 // not nil) before each with the pod's number and the snapshot's nodes.
 func perPodCycles(b *testing.B, a *adapter.Adapter, cfg string, nodes []*corev1.Node, pods []*corev1.Pod, update func(i int, infos []fwk.NodeInfo)) {
-	fw, snap, err := newFramework(b, a, cfg, nodes, pods)
+	events, depart := withPodEvents(b, pods)
+	fw, snap, err := newFramework(b, a, cfg, nodes, pods, events)
 	if err != nil {
 		b.Fatal(err)
 	}
+	depart()
+	goruntime.GC() // the setup's garbage is not the cycles' CPU
 	infos, _ := snap.NodeInfos().List()
 	toFind := feasibleToFind(len(infos))
 	start := 0
@@ -123,7 +193,7 @@ func BenchmarkPluginsPerPodNodeUpdates(b *testing.B) {
 	now := time.Now()
 	for _, n := range []int{2000, 5000} {
 		nodes := benchNodes(n, now)
-		pods := boundPods(nodes)
+		pods := boundPods(nodes, now)
 		for _, set := range []struct{ name, plugins, args string }{
 			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n",
 				"- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"},
@@ -153,11 +223,13 @@ func BenchmarkPluginsPerPodNodeUpdates(b *testing.B) {
 }
 
 // benchNodes are n realistic nodes (fixtures) carrying usage statistics as an annotator writes
-// them (fixtures.UsageStatistics) and a congestion factor, each of its own resourceVersion.
+// them (fixtures.UsageStatistics, with their window: benchWindow) and a congestion factor, each
+// of its own resourceVersion.
 func benchNodes(n int, now time.Time) []*corev1.Node {
 	nodes := make([]*corev1.Node, 0, n)
 	for i := range n {
 		annotations := fixtures.UsageStatistics(i, 16000, 64<<30, now)
+		annotations[nodestats.StatisticsWindow] = nodestats.FormatWindow(benchWindow)
 		annotations["congestion-factor"] = strconv.Itoa((i * 37) % 100)
 		node := fixtures.Node(i, annotations)
 		node.ResourceVersion = strconv.Itoa(i + 1)

@@ -281,7 +281,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 			chunked = append(chunked, s)
 			continue
 		}
-		list, err := p.adapter.prioritize(ctx, pod, f.viewsOf(0, f.n), s.name, s.fns)
+		list, err := p.adapter.prioritize(f.withPositions(ctx, 0, f.n), pod, f.viewsOf(0, f.n), s.name, s.fns)
 		if err != nil {
 			continue
 		}

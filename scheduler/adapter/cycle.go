@@ -60,8 +60,9 @@ func (v *verdicts) verdict(ctx context.Context, pod *corev1.Pod, i int) (framewo
 	c := &v.chunks[i/v.size]
 	lo := i / v.size * v.size
 	c.once.Do(func() {
-		nodes := slices.Clone(v.list.views[lo:min(lo+v.size, len(v.list.views))])
-		c.out, c.err = v.filter(ctx, pod, nodes)
+		hi := min(lo+v.size, len(v.list.views))
+		nodes := slices.Clone(v.list.views[lo:hi])
+		c.out, c.err = v.filter(framework.WithPositions(ctx, v.list.positions(lo, hi)), pod, nodes)
 		if c.err == nil && len(c.out) != len(nodes) {
 			c.err = fmt.Errorf("returned %d verdicts for %d nodes", len(c.out), len(nodes))
 		}
@@ -164,8 +165,9 @@ func (s *chunkScores) score(ctx context.Context, node *corev1.Node) (int64, bool
 	}
 	c, lo := &s.chunks[i/scoreChunk], i/scoreChunk*scoreChunk
 	c.once.Do(func() {
-		views := s.feasible.viewsOf(lo, min(lo+scoreChunk, s.feasible.n))
-		out, err := s.compute(ctx, lo, views)
+		hi := min(lo+scoreChunk, s.feasible.n)
+		views := s.feasible.viewsOf(lo, hi)
+		out, err := s.compute(s.feasible.withPositions(ctx, lo, hi), lo, views)
 		if err != nil {
 			s.failed.Do(func() { s.fail(err) })
 		}

@@ -131,7 +131,7 @@ func (a *Adapter) prepareVerdicts(ctx context.Context, pod *corev1.Pod, list *no
 	size, filter := judgeChunk, fns.filter
 	switch {
 	case fns.forList != nil: // a whole-list filter that judges chunk by chunk once it has seen the list
-		f, err := fns.forList(ctx, pod, list.views)
+		f, err := fns.forList(framework.WithPositions(ctx, list.positions(0, len(list.views))), pod, list.views)
 		if err != nil {
 			return nil, fmt.Errorf("filter failed: %w", err)
 		}
@@ -240,7 +240,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		}, p.adapter.logChunkFailure(ctx, pod, p.name)))
 		return nil
 	}
-	list, err := p.adapter.prioritize(ctx, pod, f.viewsOf(0, f.n), p.name, p.fns)
+	list, err := p.adapter.prioritize(f.withPositions(ctx, 0, f.n), pod, f.viewsOf(0, f.n), p.name, p.fns)
 	if err != nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -345,6 +345,15 @@ func (f *feasibleViews) viewsOf(lo, hi int) []*corev1.Node {
 		out[i] = f.list.views[f.pos[lo+i]]
 	}
 	return out
+}
+
+// withPositions returns ctx carrying the framework.Positions of the feasible nodes lo..hi-1
+// when they are in a list, else ctx.
+func (f *feasibleViews) withPositions(ctx context.Context, lo, hi int) context.Context {
+	if f.list == nil {
+		return ctx
+	}
+	return framework.WithPositions(ctx, &framework.Positions{List: f.list, At: f.pos[lo:hi]})
 }
 
 // feasibleViews returns the feasible nodes' positions (or views) and indexes, computed once per
