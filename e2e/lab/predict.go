@@ -671,6 +671,14 @@ func Policies() []Policy {
 			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel, cp) }},
 		{"level-p90-clamped", "level-p90 with the level clamped at the capacity, as safe's mu is: every node projected full scores the same",
 			func(_, _ float64, c *Composed, cp float64) float64 { return 100 * (1 - math.Min(1, c.SafeLevel/cp)) }},
+		{"safe-balance", "safe-balance's objective, fine: (mu + sqrt(sigma)) / 2 of the p90 level and the composed spread, mu clamped at 1",
+			func(_, _ float64, c *Composed, cp float64) float64 {
+				return -(math.Min(1, c.SafeLevel/cp) + math.Sqrt(math.Min(1, c.SafeSigma/cp))) / 2
+			}},
+		{"safe-balance-unclamped", "safe-balance's objective with mu not clamped",
+			func(_, _ float64, c *Composed, cp float64) float64 {
+				return -(c.SafeLevel/cp + math.Sqrt(math.Min(1, c.SafeSigma/cp))) / 2
+			}},
 		{"level-p90+sigma", "the p90s plus the composed spread (safe-balance's mu + sigma)",
 			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel+c.SafeSigma, cp) }},
 		{"level-mean+requests", "level-mean and LeastAllocated, equal weights",
