@@ -417,7 +417,7 @@ func TestArgs(t *testing.T) {
 // plugins.
 func TestDuplicateFunctionNames(t *testing.T) {
 	other := framework.Register("other", defaultTestConfig, func(cfg testConfig, h framework.Handle) (*otherAgent, error) {
-		return &otherAgent{testAgent{cfg}}, nil
+		return &otherAgent{testAgent{cfg: cfg}}, nil
 	}, testOffer)
 	_, err := adapter.New([]framework.Registration{testRegistration, other})
 	if err == nil || !strings.Contains(err.Error(), "agents test and other both offer a function named test-") {
