@@ -64,6 +64,37 @@ func TestRelativeBalanceSeparatesWhatAbsoluteMerges(t *testing.T) {
 	}
 }
 
+// TestRelativeBalanceRanksNodesPastCapacity: with the pod, node a would be at 112.5 % of its
+// cpu, b at 118.75 % and c at 125 % (the same spread and memory). Clamped at 1 they would tie
+// (all 10, and the request scores would decide, issue 51's offline placements: 1.39x the cpu
+// overload volume of LeastAllocated); ranked by how far past capacity they are, a scores 10 and c
+// 0.
+func TestRelativeBalanceRanksNodesPastCapacity(t *testing.T) {
+	stats := func(freeMilli int) map[string]string {
+		return map[string]string{"mean-free-cpu": strconv.Itoa(freeMilli), "std-free-cpu": "800",
+			"mean-free-memory": strconv.Itoa(32 << 30), "std-free-memory": strconv.Itoa(1 << 30)}
+	}
+	nodes := []*corev1.Node{bigNode("a", stats(2000)), bigNode("b", stats(1000)), bigNode("c", stats(0))}
+	pod := fixtures.MakePod().Name("p").Req(fixtures.Res{corev1.ResourceCPU: "4", corev1.ResourceMemory: "1Gi"}).Obj()
+	cfg := DefaultConfig()
+	cfg.BalanceScale = BalanceRelative
+	got, err := newAgent(t, cfg, nil).scoreBalance(context.Background(), pod, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{10, 5, 0}; !cmp.Equal(got, want) {
+		t.Errorf("relative scores %v, want %v", got, want)
+	}
+	for _, c := range []struct{ free, capacity, demand, want float64 }{
+		{2000, 16000, 4000, 1.125}, {0, 16000, 4000, 1.25}, {20000, 16000, 4000, 0.25}, {16000, 16000, -8000, 0},
+		{0, 0, 1, 1}, {0, 1, 1e9, maxLevel},
+	} {
+		if got := Level(c.free, c.capacity, c.demand); got != c.want {
+			t.Errorf("Level(%v, %v, %v) = %v, want %v", c.free, c.capacity, c.demand, got, c.want)
+		}
+	}
+}
+
 func TestBalanceScaleConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	if cfg.BalanceScale != BalanceAbsolute {

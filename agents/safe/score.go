@@ -26,7 +26,9 @@ func overloadScorer(a *Agent, m measure) int64 { return OverloadScore(a.risk(&m)
 func balanceScorer(_ *Agent, m measure) int64 { return BalanceScore(m.mu, m.sigma) }
 
 // fineBalanceScorer is 1 - obj in millionths: the order of the objectives, for BalanceRelative.
-func fineBalanceScorer(_ *Agent, m measure) int64 { return fineBalance(m.mu, m.sigma) }
+func fineBalanceScorer(_ *Agent, m measure) int64 {
+	return fineBalance(Level(m.free, m.capacity, m.demand+m.placed), m.sigma)
+}
 
 // scoreOverload scores the nodes by risk: see OverloadScore and NodeScore.
 func (a *Agent) scoreOverload(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
