@@ -92,25 +92,22 @@ func betaPeak(mean, sigma, capacity, e float64) float64 {
 func Predictors() []Predictor {
 	var ps []Predictor
 	es := []float64{0.5, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.001}
-	for _, e := range es {
-		ps = append(ps, Predictor{"beta-safe", fmt.Sprintf("E=%g", e), func(c *Composed, cp float64) float64 {
-			return betaPeak(c.SafeLevel, c.SafeSigma, cp, e)
-		}})
-	}
-	for _, e := range es {
-		ps = append(ps, Predictor{"beta-safe-p75", fmt.Sprintf("E=%g", e), func(c *Composed, cp float64) float64 {
-			return betaPeak(c.SafeLevel75, c.SafeSigma75, cp, e)
-		}})
-	}
-	for _, e := range es {
-		ps = append(ps, Predictor{"beta-moments", fmt.Sprintf("E=%g", e), func(c *Composed, cp float64) float64 {
-			return betaPeak(c.Mean, c.SigmaLinear, cp, e)
-		}})
-	}
-	for _, e := range es {
-		ps = append(ps, Predictor{"beta-moments-quad", fmt.Sprintf("E=%g", e), func(c *Composed, cp float64) float64 {
-			return betaPeak(c.Mean, c.SigmaQuad, cp, e)
-		}})
+	// The Beta families: the Beta fitted to a level and spread of the composition.
+	for _, f := range []struct {
+		name string
+		at   func(*Composed) (level, sigma float64)
+	}{
+		{"beta-safe", func(c *Composed) (float64, float64) { return c.SafeLevel, c.SafeSigma }},
+		{"beta-safe-p75", func(c *Composed) (float64, float64) { return c.SafeLevel75, c.SafeSigma75 }},
+		{"beta-moments", func(c *Composed) (float64, float64) { return c.Mean, c.SigmaLinear }},
+		{"beta-moments-quad", func(c *Composed) (float64, float64) { return c.Mean, c.SigmaQuad }},
+	} {
+		for _, e := range es {
+			ps = append(ps, Predictor{f.name, fmt.Sprintf("E=%g", e), func(c *Composed, cp float64) float64 {
+				level, sigma := f.at(c)
+				return betaPeak(level, sigma, cp, e)
+			}})
+		}
 	}
 	for _, n := range []float64{0, 1, 2, 3} {
 		for _, p := range predictPercentiles {
