@@ -20,8 +20,7 @@ func Utilization(free, std, capacity, demand float64) (mu, sigma float64, ok boo
 	if !(capacity > 0) || math.IsInf(capacity, 1) {
 		return 0, 0, false
 	}
-	used := math.Max(capacity-free, 0)
-	return clamp01((used + demand) / capacity), clamp01(std / capacity), true
+	return clamp01(Level(free, capacity, demand)), clamp01(std / capacity), true
 }
 
 // Blend returns the free amount the agent believes in: the measured mean when there is no
@@ -471,9 +470,9 @@ func BalanceScore(mu, sigma float64) int64 {
 // pod wherever the request scores or node names put it: the lab's offline placements of issue 51
 // left 1.39x the cpu overload volume of LeastAllocated clamped, 0.52x not). For
 // SAFE_BALANCE_SCALE=relative, which ranks the candidates; the absolute scale's 0..10 steps
-// cannot hold an objective past 1 and keep BalanceScore.
+// cannot hold an objective past 1 and keep BalanceScore. level is in [0, maxLevel], as Level gives it.
 func fineBalance(level, sigma float64) int64 {
-	obj := (min(max(level, 0), maxLevel) + math.Sqrt(clamp01(sigma))) / 2
+	obj := (level + math.Sqrt(clamp01(sigma))) / 2
 	return int64(math.Round((1 - obj) * 1e6))
 }
 

@@ -63,6 +63,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "eval: "+format+"\n", args...)
 		os.Exit(2)
 	}
+	// traces is -traces, or the repository's fixtures when it is empty.
+	traces := func() string {
+		if *traceDir != "" {
+			return *traceDir
+		}
+		dir, err := tracesDir()
+		if err != nil {
+			fail("-traces is empty and the repository's fixtures cannot be found: %v", err)
+		}
+		return dir
+	}
 	if *mergeList != "" {
 		if *out == "" {
 			fail("-merge needs -out, the folder to write the merged report into")
@@ -138,15 +149,8 @@ func main() {
 		if !(*cpuScale > 0) {
 			fail("-trace-cpu-scale: %v is not a positive factor", *cpuScale)
 		}
-		dir := *traceDir
-		if dir == "" {
-			var err error
-			if dir, err = tracesDir(); err != nil {
-				fail("%v", err)
-			}
-		}
 		var err error
-		if rc.Model, err = TraceModel(dir, *traceDay, *cpuScale); err != nil {
+		if rc.Model, err = TraceModel(traces(), *traceDay, *cpuScale); err != nil {
 			fail("-usage trace, -trace-day: %v", err)
 		}
 	default:
@@ -178,11 +182,7 @@ func main() {
 		return
 	}
 	if *predictors {
-		dir := *traceDir
-		if dir == "" {
-			dir, _ = tracesDir()
-		}
-		if err := runPredictors(rc, works, seeds, dir); err != nil {
+		if err := runPredictors(rc, works, seeds, traces()); err != nil {
 			fail("-predictors: %v", err)
 		}
 		return
