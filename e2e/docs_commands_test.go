@@ -278,7 +278,7 @@ var docExceptions = map[string]string{
 	"cd e2e && go test -count=1 -run 'TestDockerfiles|TestYAMLFilesRenderedFromChart|TestExtenderFilesShape|TestChart' .": "part of make test (e2e), which runs it",
 	"go test -count=1 -run TestLabSmoke ./lab/":                                                                           "part of make test (e2e ./...), which runs it",
 	"cd scheduler && go test -c -o floor.test ./adapter":                                                                  "compiles the plugin scheduler's benchmarks (minutes) for a measurement; make test's unit target builds and runs ./adapter's tests",
-	"/usr/bin/python3 agents/safe/testdata/gen_risk_table.py > agents/safe/testdata/risk_reference.csv":                   "regenerates a committed reference table with SciPy (not installed here); TestRiskAgainstReference (make test) holds the agent to the committed file",
+	"/usr/bin/python3 agents/safe/beta/testdata/gen_risk_table.py > agents/safe/beta/testdata/risk_reference.csv":         "regenerates a committed reference table with SciPy (not installed here); TestRiskAgainstReference (make test) holds the agent to the committed file",
 }
 
 func (e *docEnv) logf(format string, args ...any) { e.t.Logf(format, args...) }

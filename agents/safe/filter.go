@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kube-safe-scheduler/extender/agents/safe/beta"
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
@@ -163,7 +164,7 @@ func (a *Agent) acceptable(m *measure) bool {
 	case noAllocatable:
 		return false
 	}
-	return SurelyAcceptable(m.mu, m.sigma, a.t, a.e) || a.risk(m) <= a.e
+	return beta.SurelyAcceptable(m.mu, m.sigma, a.t, a.e) || a.risk(m) <= a.e
 }
 
 // anyTakes reports whether a node passes whose requests leave room for the pod's (a node whose

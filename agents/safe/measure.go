@@ -72,7 +72,7 @@ type measure struct {
 	placedGone  int
 	// mu and sigma are valid when state is measured or requested.
 	mu, sigma float64
-	// risk, once riskKnown, is Risk(mu, sigma, T).
+	// risk, once riskKnown, is beta.Risk(mu, sigma, T).
 	risk      float64
 	riskKnown bool
 }
@@ -235,7 +235,7 @@ func allocatable(n *corev1.Node, r *resourceKind) float64 {
 // risk returns the risk of a measured resource, computing it once.
 func (a *Agent) risk(m *measure) float64 {
 	if !m.riskKnown {
-		m.risk, m.riskKnown = Risk(m.mu, m.sigma, a.t), true
+		m.risk, m.riskKnown = a.risks.Risk(m.mu, m.sigma, a.t), true
 	}
 	return m.risk
 }

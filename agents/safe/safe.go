@@ -13,8 +13,9 @@
 // statistics read through package nodestats, their freshness, the requests of its pods);
 // estimate.go (what a pod is estimated at: the Estimator); model.go, departures.go and
 // placed.go (the node model: the node's pods now and gone against its statistics); filter.go (the filter, its reasons); score.go (the priorities);
-// analysis.go (the pure maths: utilization, risk, scores); answers.go and memo.go (what is
-// remembered between calls); table.go, explain.go, requeue.go, chunks.go.
+// analysis.go (the pure maths of the agent's scales: utilization, scores); answers.go (what is
+// remembered between calls); table.go, explain.go, requeue.go, chunks.go. The Beta
+// distribution's mathematics (the fit, the risk, its memo) is package beta.
 package safe
 
 import (
@@ -29,11 +30,13 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kube-safe-scheduler/extender/agents/safe/beta"
 	"github.com/kube-safe-scheduler/extender/framework"
 )
 
 // Agent is the safe agent. It is safe for concurrent use; between calls it keeps only what it
-// derived from nodes and their pods (nodeEntry, placedMemo), which changes no answer.
+// derived from nodes and their pods (nodeEntry, placedMemo) and the risks it computed (risks),
+// which change no answer.
 type Agent struct {
 	cfg Config
 	// t, e, w are Utilization, Percentile and ForecastWeight as fractions.
@@ -65,6 +68,9 @@ type Agent struct {
 	// without pod events (or with Placed arrivals), when the agent counts the placed load as
 	// before the model.
 	departed *departures
+	// risks remembers the risks computed (beta.Memo): pods of one demand on nodes whose
+	// statistics have not changed ask the same again. The agent's own, shared with no other.
+	risks *beta.Memo
 	// share is PlacedShare as a fraction.
 	share float64
 	// growth: the placed load is the growth of the requests when the node says them (PlacedGrowth).
@@ -151,6 +157,7 @@ func NewWithEstimator(cfg Config, h framework.Handle, est Estimator) (*Agent, er
 
 		estimator: est,
 		byRequest: byRequest,
+		risks:     beta.NewMemo(),
 	}
 	if h.PodEvents != nil && h.NodePods != nil && a.growth && a.share > 0 {
 		keep := 2*time.Hour + keptWindow

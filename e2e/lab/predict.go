@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kube-safe-scheduler/extender/agents/safe"
+	"github.com/kube-safe-scheduler/extender/agents/safe/beta"
 )
 
 // Peak predictors on the lab's plan, offline (-predictors; issue 51): the pods of a seed are
@@ -67,7 +67,7 @@ type learnedWorkload struct {
 var z90, z75 = math.Sqrt2 * math.Erfinv(2*0.9-1), math.Sqrt2 * math.Erfinv(2*0.75-1)
 
 // betaPeak is the utilization u, times capacity, that safe's Beta fit of (mean, sigma) exceeds
-// with probability e: the Beta's 1-e quantile, by bisection on safe.Risk.
+// with probability e: the Beta's 1-e quantile, by bisection on beta.Risk.
 func betaPeak(mean, sigma, capacity, e float64) float64 {
 	mu, s := mean/capacity, sigma/capacity
 	if mu >= 1 {
@@ -79,7 +79,7 @@ func betaPeak(mean, sigma, capacity, e float64) float64 {
 	lo, hi := 0.0, 1.0
 	for range 40 {
 		mid := (lo + hi) / 2
-		if safe.Risk(mu, s, mid) > e {
+		if beta.Risk(mu, s, mid) > e {
 			lo = mid
 		} else {
 			hi = mid

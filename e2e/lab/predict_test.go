@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-safe-scheduler/extender/agents/safe"
+	"github.com/kube-safe-scheduler/extender/agents/safe/beta"
 )
 
 // flatShape is a PlanetLab shape at level everywhere.
@@ -101,7 +101,7 @@ func TestBetaPeakIsTheQuantile(t *testing.T) {
 	prev := 0.0
 	for _, e := range []float64{0.3, 0.1, 0.01} {
 		pk := betaPeak(8000, 1600, capacity, e)
-		if r := safe.Risk(0.5, 0.1, pk/capacity); math.Abs(r-e) > 1e-6 {
+		if r := beta.Risk(0.5, 0.1, pk/capacity); math.Abs(r-e) > 1e-6 {
 			t.Errorf("E=%g: risk at the predicted peak %.0f is %.6f", e, pk, r)
 		}
 		if pk <= prev {

@@ -2,14 +2,14 @@
 """Writes risk_reference.csv: the exact risk of the safe agent on a grid of (mu, sigma, T).
 
 The risk is P(X > T) for the Beta distribution the agent fits by moments to mean mu and standard
-deviation sigma (fitBeta in analysis.go), with the agent's edge rules (Rank in analysis.go).
+deviation sigma (fitBeta in tails.go), with the agent's edge rules (Rank in beta.go).
 alpha and beta are computed in float64 exactly as fitBeta computes them (Python floats are IEEE
 doubles and each operation rounds once, as in Go without fused multiply-add); the tail is then
 computed exactly, with mpmath, from those float64 values and the float64 value of T.
 
 Run from the repository root (Debian: apt-get install python3-mpmath):
 
-    /usr/bin/python3 agents/safe/testdata/gen_risk_table.py > agents/safe/testdata/risk_reference.csv
+    /usr/bin/python3 agents/safe/beta/testdata/gen_risk_table.py > agents/safe/beta/testdata/risk_reference.csv
 
 The tests read the table; they never run Python.
 """
@@ -26,7 +26,7 @@ MAX_TERMS = 10**8
 
 
 def fit_beta(mu, sigma):
-    """fitBeta of analysis.go, operation by operation, in float64."""
+    """fitBeta of tails.go, operation by operation, in float64."""
     m1 = mu
     m2 = sigma * sigma + mu * mu
     v = m2 - m1 * m1
@@ -105,7 +105,7 @@ def upper_tail(alpha, beta, t):
 
 
 def risk(mu, sigma, t):
-    """Risk of analysis.go, with the exact tail: (risk, alpha, beta, kind)."""
+    """Risk of beta.go, with the exact tail: (risk, alpha, beta, kind)."""
     if mu == 0:
         return mpf(0), 0.0, 0.0, "mu0"
     if sigma == 0:
