@@ -72,14 +72,14 @@ type Prioritizer struct {
 
 // FilterFunc judges every node for pod and returns exactly one Verdict per node, in the order
 // of nodes. Nodes are the NodeView of the candidates and may come from a shared cache: a
-// FilterFunc must not modify them. An error means the function could judge no node (for
+// FilterFunc must not modify them, nor the slice (plugin mode hands out part of its list). An error means the function could judge no node (for
 // example, a source it depends on is unavailable): the extender answers it in the result's
 // Error, and the scheduler then fails the pod's cycle or, for an ignorable extender, skips it.
 // A rejection is a Verdict, never an error.
 type FilterFunc func(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]Verdict, error)
 
 // PrioritizeFunc scores every node for pod and returns exactly one score per node, in the
-// order of nodes, each in [0, MaxScore]. Nodes must not be modified. An error means the
+// order of nodes, each in [0, MaxScore]. Nodes must not be modified, nor the slice. An error means the
 // function could score no node: the extender answers 500 with its message, and the scheduler
 // ignores this prioritizer for the pod.
 type PrioritizeFunc func(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error)

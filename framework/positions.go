@@ -19,7 +19,7 @@ type Positions struct {
 	// unchanged, a new one when some node of it is (a node updated, added or removed).
 	List NodeList
 	// At holds the position in List of each node of the call, in the call's order. It is
-	// shared: never modify it.
+	// shared, as the Positions themselves: never modify them.
 	At []int32
 }
 

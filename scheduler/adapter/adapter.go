@@ -434,6 +434,10 @@ type nodeList struct {
 	// 0..len-1, of which a chunk of consecutive nodes takes its framework.Positions.At.
 	infos []fwk.NodeInfo
 	iota  []int32
+	// chunks are the Positions of the list's chunks of judgeChunk nodes, and all of its every
+	// node, made with the list: Filter hands a chunk's to its filter on every pod.
+	chunks []framework.Positions
+	all    framework.Positions
 }
 
 var _ framework.NodeList = (*nodeList)(nil)
@@ -449,9 +453,27 @@ func (l *nodeList) Node(i int) *corev1.Node { return l.views[i] }
 // map hold the same NodeInfo objects, which kube-scheduler updates in place).
 func (l *nodeList) PodsGenerationAt(i int) int64 { return l.infos[i].GetGeneration() }
 
-// positions returns the framework.Positions of the list's nodes lo..hi-1.
+// positions returns the framework.Positions of the list's nodes lo..hi-1: the list's own for a
+// chunk of judgeChunk nodes (the last one shorter) or for the whole list, else a new one.
 func (l *nodeList) positions(lo, hi int) *framework.Positions {
+	switch {
+	case lo == 0 && hi == len(l.iota):
+		return &l.all
+	case lo%judgeChunk == 0 && hi == min(lo+judgeChunk, len(l.iota)):
+		return &l.chunks[lo/judgeChunk]
+	}
 	return &framework.Positions{List: l, At: l.iota[lo:hi]}
+}
+
+// positioned sets l's own Positions (positions) once its iota is set; it returns l.
+func (l *nodeList) positioned() *nodeList {
+	n := len(l.iota)
+	l.all = framework.Positions{List: l, At: l.iota}
+	l.chunks = make([]framework.Positions, (n+judgeChunk-1)/judgeChunk)
+	for k := range l.chunks {
+		l.chunks[k] = framework.Positions{List: l, At: l.iota[k*judgeChunk : min((k+1)*judgeChunk, n)]}
+	}
+	return l
 }
 
 // positionsIota returns 0..n-1, shared by lists of the same length.
@@ -502,6 +524,7 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 		}
 	}
 	l.iota = positionsIota(c.list, len(l.src))
+	l.positioned()
 	if len(l.src) != len(infos) {
 		c.list = nil
 		return l, false
@@ -536,7 +559,7 @@ func (a *Adapter) patched(l *nodeList, infos []fwk.NodeInfo, changed []int) *nod
 		p.pos[n] = int32(i)
 		p.src[i], p.views[i], p.infos[i] = n, a.view(n), infos[i]
 	}
-	return p
+	return p.positioned()
 }
 
 // allViews returns a new slice of the views of the nodes of infos (those with a node).

@@ -59,6 +59,8 @@ type combinedPart struct {
 	name   string
 	weight int64 // of its prioritize function
 	fns    *funcs
+	// rejected prefixes the reason of a rejection by its filter: "name: ".
+	rejected string
 }
 
 // combinedPlugin is the CombinedName plugin of one profile.
@@ -104,7 +106,7 @@ func (a *Adapter) newCombined(ctx context.Context, args runtime.Object, fh fwk.H
 		if err != nil {
 			return nil, err
 		}
-		part := combinedPart{name: f.Name, weight: f.Weight, fns: fns}
+		part := combinedPart{name: f.Name, weight: f.Weight, fns: fns, rejected: f.Name + ": "}
 		p.all = append(p.all, part)
 		if s.filter {
 			p.filters = append(p.filters, part)
@@ -236,7 +238,7 @@ func (p *combinedPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *
 		if err != nil {
 			return fwk.AsStatus(fmt.Errorf("filter %s failed: %w", f.name, err))
 		}
-		if s := rejection(v, f.name+": "); s != nil {
+		if s := rejection(v, f.rejected); s != nil {
 			return s
 		}
 	}
@@ -301,8 +303,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 		state.Write(combinedScoreKey, newFixedScores(f, func(i int) int64 { return mean(sums[i]) }))
 		return nil
 	}
-	state.Write(combinedScoreKey, newChunkScores(f, func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error) {
-		out := make([]int64, len(views))
+	state.Write(combinedScoreKey, newChunkScores(f, func(ctx context.Context, lo int, views []*corev1.Node, out []int64) error {
 		if sums != nil {
 			copy(out, sums[lo:])
 		}
@@ -320,7 +321,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 		for i := range out {
 			out[i] = mean(out[i])
 		}
-		return out, errors.Join(errs...)
+		return errors.Join(errs...)
 	}, p.adapter.logChunkFailure(ctx, pod, CombinedName)))
 	return nil
 }

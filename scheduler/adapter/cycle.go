@@ -3,7 +3,6 @@ package adapter
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -33,8 +32,11 @@ type verdicts struct {
 	// filter judges the chunks: the plugin's filter function, or the one its ForList gave for
 	// this cycle's list.
 	filter framework.FilterFunc
-	size   int // nodes per chunk, >= 1
-	chunks []chunk
+	size int // nodes per chunk, >= 1
+	// chunks holds each chunk once a Filter asks about one of its nodes: of a list's chunks,
+	// a cycle judges those up to the scheduler's number of feasible nodes (at 5000 nodes, a
+	// tenth), so only a pointer per chunk is allocated per pod, not every chunk's state.
+	chunks []atomic.Pointer[chunk]
 	// explain, when the adapter keeps decisions, asks the agent what it saw of each chunk's
 	// nodes, kept in the cycle's decision, entry.
 	explain decisions.Explain
@@ -57,11 +59,11 @@ func (v *verdicts) Clone() fwk.StateData { return v }
 // verdict returns the verdict of the node at position i of the list, judging its chunk with
 // v.filter if no one has yet.
 func (v *verdicts) verdict(ctx context.Context, pod *corev1.Pod, i int) (framework.Verdict, error) {
-	c := &v.chunks[i/v.size]
+	c := v.chunk(i / v.size)
 	lo := i / v.size * v.size
 	c.once.Do(func() {
 		hi := min(lo+v.size, len(v.list.views))
-		nodes := slices.Clone(v.list.views[lo:hi])
+		nodes := v.list.views[lo:hi:hi] // shared: a FilterFunc modifies neither its nodes nor the slice
 		c.out, c.err = v.filter(framework.WithPositions(ctx, v.list.positions(lo, hi)), pod, nodes)
 		if c.err == nil && len(c.out) != len(nodes) {
 			c.err = fmt.Errorf("returned %d verdicts for %d nodes", len(c.out), len(nodes))
@@ -77,11 +79,23 @@ func (v *verdicts) verdict(ctx context.Context, pod *corev1.Pod, i int) (framewo
 	return c.out[i-lo], nil
 }
 
+// chunk returns the k-th chunk, made when first asked for.
+func (v *verdicts) chunk(k int) *chunk {
+	if c := v.chunks[k].Load(); c != nil {
+		return c
+	}
+	c := &chunk{}
+	if v.chunks[k].CompareAndSwap(nil, c) {
+		return c
+	}
+	return v.chunks[k].Load() // another Filter made it first
+}
+
 // newVerdicts returns the verdicts of a cycle over list, judged size nodes at a time by filter,
 // none judged yet.
 func newVerdicts(list *nodeList, size int, filter framework.FilterFunc) *verdicts {
 	size = max(size, 1)
-	return &verdicts{list: list, filter: filter, size: size, chunks: make([]chunk, (len(list.views)+size-1)/size)}
+	return &verdicts{list: list, filter: filter, size: size, chunks: make([]atomic.Pointer[chunk], (len(list.views)+size-1)/size)}
 }
 
 // scoreChunk is how many feasible nodes one call of a prioritize function scores when Score
@@ -135,46 +149,48 @@ func (s *fixedScores) score(_ context.Context, node *corev1.Node) (int64, bool) 
 // to ask about one node, the node chosen last, and so scores one chunk, not every candidate.
 type chunkScores struct {
 	feasible *feasibleViews
-	// compute scores views, the feasible nodes' from index lo on: exactly len(views) scaled
-	// scores, even with an error (then logged by fail, once per table).
-	compute func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error)
+	// compute scores views, the feasible nodes' from index lo on, into out (len(views), zero):
+	// exactly len(views) scaled scores, even with an error (then logged by fail, once per
+	// table).
+	compute func(ctx context.Context, lo int, views []*corev1.Node, out []int64) error
 	fail    func(error)
 	failed  sync.Once
-	chunks  []scoredChunk
-}
-
-// scoredChunk is one chunk's scaled scores, computed once.
-type scoredChunk struct {
-	once sync.Once
-	out  []int8
+	// once[k] computes chunk k's scaled scores into scores[k*scoreChunk:]: one table per pod,
+	// each chunk writing its own part.
+	once   []sync.Once
+	scores []int8
 }
 
 // newChunkScores returns f's scores, none computed yet, each chunk to be computed by compute.
-func newChunkScores(f *feasibleViews, compute func(ctx context.Context, lo int, views []*corev1.Node) ([]int64, error), fail func(error)) *chunkScores {
-	return &chunkScores{feasible: f, compute: compute, fail: fail, chunks: make([]scoredChunk, (f.n+scoreChunk-1)/scoreChunk)}
+func newChunkScores(f *feasibleViews, compute func(ctx context.Context, lo int, views []*corev1.Node, out []int64) error, fail func(error)) *chunkScores {
+	return &chunkScores{feasible: f, compute: compute, fail: fail, once: make([]sync.Once, (f.n+scoreChunk-1)/scoreChunk), scores: make([]int8, f.n)}
 }
 
 // Clone implements fwk.StateData: each chunk is computed once and never modified after, so a
 // clone (batching's rescoring state, say) may share them.
 func (s *chunkScores) Clone() fwk.StateData { return s }
 
+// chunkBuffers hold a chunk's unscaled scores while it is computed (scratch, never kept).
+var chunkBuffers = sync.Pool{New: func() any { return new([scoreChunk]int64) }}
+
 func (s *chunkScores) score(ctx context.Context, node *corev1.Node) (int64, bool) {
 	i, ok := s.feasible.index(node)
 	if !ok {
 		return 0, false
 	}
-	c, lo := &s.chunks[i/scoreChunk], i/scoreChunk*scoreChunk
-	c.once.Do(func() {
+	lo := i / scoreChunk * scoreChunk
+	s.once[i/scoreChunk].Do(func() {
 		hi := min(lo+scoreChunk, s.feasible.n)
-		views := s.feasible.viewsOf(lo, hi)
-		out, err := s.compute(s.feasible.withPositions(ctx, lo, hi), lo, views)
-		if err != nil {
+		buf := chunkBuffers.Get().(*[scoreChunk]int64)
+		defer chunkBuffers.Put(buf)
+		out := buf[:hi-lo]
+		clear(out)
+		if err := s.compute(s.feasible.withPositions(ctx, lo, hi), lo, s.feasible.viewsOf(lo, hi), out); err != nil {
 			s.failed.Do(func() { s.fail(err) })
 		}
-		c.out = make([]int8, len(views))
-		for k := range c.out {
-			c.out[k] = int8(out[k]) // 0..fwk.MaxNodeScore
+		for k, v := range out {
+			s.scores[lo+k] = int8(v) // 0..fwk.MaxNodeScore
 		}
 	})
-	return int64(c.out[i-lo]), true
+	return int64(s.scores[i]), true
 }

@@ -56,8 +56,8 @@ func (d *Decisions) MarshalJSON() ([]byte, error) {
 // EachJudged implements decisions.Judged: the nodes of the chunks judged without error.
 func (v *verdicts) EachJudged(fn func(i int, node string, verdict framework.Verdict)) {
 	for k := range v.chunks {
-		c := &v.chunks[k]
-		if !c.judged.Load() || c.err != nil {
+		c := v.chunks[k].Load()
+		if c == nil || !c.judged.Load() || c.err != nil {
 			continue
 		}
 		lo := k * v.size

@@ -3,7 +3,6 @@ package adapter
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -228,15 +227,14 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		return status
 	}
 	if p.adapter.chunked(p.fns) {
-		state.Write(p.key, newChunkScores(f, func(ctx context.Context, _ int, views []*corev1.Node) ([]int64, error) {
+		state.Write(p.key, newChunkScores(f, func(ctx context.Context, _ int, views []*corev1.Node, out []int64) error {
 			list, err := p.fns.score(ctx, pod, views)
-			out := make([]int64, len(views))
 			if err == nil {
 				for i, s := range list {
 					out[i] = scaled(s)
 				}
 			}
-			return out, err
+			return err
 		}, p.adapter.logChunkFailure(ctx, pod, p.name)))
 		return nil
 	}
@@ -335,16 +333,33 @@ func (f *feasibleViews) index(node *corev1.Node) (int, bool) {
 	return int(i), ok
 }
 
-// viewsOf returns a new slice of the views of the feasible nodes lo..hi-1.
+// viewsOf returns the views of the feasible nodes lo..hi-1: the list's own when they are
+// consecutive in it (shared: agents modify neither their nodes nor the slice), else a new slice.
 func (f *feasibleViews) viewsOf(lo, hi int) []*corev1.Node {
 	if f.list == nil {
-		return slices.Clone(f.views[lo:hi])
+		return f.views[lo:hi:hi]
+	}
+	if lo < hi {
+		first, last := int(f.pos[lo]), int(f.pos[hi-1])
+		if last-first == hi-lo-1 && consecutive(f.pos[lo:hi]) {
+			return f.list.views[first : last+1 : last+1]
+		}
 	}
 	out := make([]*corev1.Node, hi-lo)
 	for i := range out {
 		out[i] = f.list.views[f.pos[lo+i]]
 	}
 	return out
+}
+
+// consecutive reports whether each position of pos is the one before it plus one.
+func consecutive(pos []int32) bool {
+	for i := 1; i < len(pos); i++ {
+		if pos[i] != pos[i-1]+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // withPositions returns ctx carrying the framework.Positions of the feasible nodes lo..hi-1
