@@ -48,8 +48,12 @@ func (c *cycleCluster) remove(i int) {
 // plugin mode's snapshot gives it (every node whose generation is above the mark) and as the
 // extender's cache does (a journal of the last few changes, here 0 to 3, so that it is often
 // too far behind and the agent asks every node; a node left without pods has generation 0).
+// A fourth run ("positions") is plugin mode's: the snapshot's changes, and each call's nodes
+// placed in a shared list of every node (framework.Positions; a new list object whenever a node
+// is added, replaced or moved, and at times a new object of the same nodes), from which the
+// kept system is read instead of the cluster's Nodes; a call with the outside node carries none.
 func TestKeptAnswersArePerPodAnswers(t *testing.T) {
-	for _, changes := range []string{"per node", "snapshot", "journal"} {
+	for _, changes := range []string{"per node", "snapshot", "journal", "positions"} {
 		t.Run(changes, func(t *testing.T) { testKeptAnswers(t, changes) })
 	}
 }
@@ -59,6 +63,7 @@ func testKeptAnswers(t *testing.T, changes string) {
 	objs := []Objective{ABinpack, LoadBalance, Consolidate, FewestNodes}
 	updated, reused := 0, 0 // calls that updated a kept system from generations; that reused it as it was
 	known, unknown := 0, 0  // calls whose changes were known; not known (NodePodsChanges)
+	listed := 0             // calls whose kept system was read from the call's list (positions)
 	for iter := range 48 {
 		cfg := config(1+r.IntN(MaxResources), objs[iter%len(objs)])
 		cfg.ResourceIndex = r.IntN(cfg.NumResources)
@@ -89,7 +94,7 @@ func testKeptAnswers(t *testing.T, changes string) {
 		h.Cluster, h.NodePods = c, c
 		var journal *journalChanges
 		switch changes {
-		case "snapshot":
+		case "snapshot", "positions":
 			h.NodePods = snapshotChanges{c}
 			h.PodsChanges = snapshotChanges{c}
 		case "journal":
@@ -103,6 +108,7 @@ func testKeptAnswers(t *testing.T, changes string) {
 		perPod := newAgent(t, cfg, c) // no NodePods: the system gathered for each pod
 		added := len(c.nodes)
 		start := 0
+		var list *testList
 		for step := range 60 {
 			switch k := r.IntN(12); {
 			case k < 3 && len(c.pods) > 0:
@@ -123,16 +129,26 @@ func testKeptAnswers(t *testing.T, changes string) {
 				i := r.IntN(len(c.nodes))
 				c.nodes[i] = c.nodes[i].DeepCopy()
 			}
+			if list == nil || !slices.Equal(list.nodes, c.nodes) || r.IntN(8) == 0 {
+				list = &testList{cycleCluster: c, nodes: slices.Clone(c.nodes)}
+			}
 			run := 1 + r.IntN(len(c.nodes))
 			var nodes []*corev1.Node
+			var at []int32
 			for k := range run {
 				nodes = append(nodes, c.nodes[(start+k)%len(c.nodes)])
+				at = append(at, int32((start+k)%len(c.nodes)))
 			}
 			start = (start + run) % len(c.nodes)
+			var positions *framework.Positions
+			if changes == "positions" {
+				positions = &framework.Positions{List: list, At: at}
+			}
 			if r.IntN(5) == 0 {
 				outside := node("outside", false)
 				c.alloc[outside.Name] = framework.Amounts{corev1.ResourceCPU: 1000, corev1.ResourcePods: 1}
 				nodes = append(nodes, outside)
+				positions = nil // not in the list
 			}
 			p := newPod(fmt.Sprintf("p%d-%d", iter, step))
 			before := kept.system
@@ -147,8 +163,11 @@ func testKeptAnswers(t *testing.T, changes string) {
 					}
 				}
 			}
-			want := perPod.rank(p, nodes)
-			got := kept.rank(p, nodes)
+			want := perPod.rank(p, nodes, nil)
+			got := kept.rank(p, nodes, positions)
+			if positions != nil && kept.system.list == framework.NodeList(list) {
+				listed++
+			}
 			if kept.system == before && before != nil {
 				if slices.Equal(gens, before.generations) {
 					reused++
@@ -177,9 +196,12 @@ func testKeptAnswers(t *testing.T, changes string) {
 			}
 		}
 	}
-	t.Logf("%d calls updated the kept system from generations, %d reused it unchanged; journal: %d known, %d not", updated, reused, known, unknown)
+	t.Logf("%d calls updated the kept system from generations, %d reused it unchanged; journal: %d known, %d not; %d read it from their list", updated, reused, known, unknown, listed)
 	if updated < 1000 || reused < 100 {
 		t.Errorf("%d calls updated the kept system from its nodes' generations, %d reused it unchanged: the test does not exercise it", updated, reused)
+	}
+	if (changes == "positions") != (listed > 1000) {
+		t.Errorf("%d calls read the kept system from their list: the test does not exercise it", listed)
 	}
 	if changes == "journal" && (known < 500 || unknown < 200) {
 		t.Errorf("the journal knew the changes %d times and not %d times: the test does not exercise both", known, unknown)
@@ -224,14 +246,14 @@ func TestKeptRereadsAnEmptyNodeThatChanged(t *testing.T) {
 	}
 	perPod := newAgent(t, cfg, c)
 	first, second := pod("first").Req(cycleClasses[0]).Obj(), pod("second").Req(cycleClasses[0]).Obj()
-	perPod.rank(first, c.nodes) // the same pods seen by both
+	perPod.rank(first, c.nodes, nil) // the same pods seen by both
 	rc.before = func(node string) {
 		if node == "n0" {
 			rc.before = nil
 			c.place(pod("passing").Req(cycleClasses[3]).Obj(), "n0")
 		}
 	}
-	kept.rank(first, c.nodes)
+	kept.rank(first, c.nodes, nil)
 	if rc.before != nil {
 		t.Fatal("the kept system did not read n0's usage")
 	}
@@ -239,10 +261,21 @@ func TestKeptRereadsAnEmptyNodeThatChanged(t *testing.T) {
 	if g := c.PodsGeneration("n0"); g != 0 {
 		t.Fatalf("n0 is at generation %d, not 0", g)
 	}
-	want, got := perPod.rank(second, c.nodes), kept.rank(second, c.nodes)
+	want, got := perPod.rank(second, c.nodes, nil), kept.rank(second, c.nodes, nil)
 	for i, n := range c.nodes {
 		if math.Float64bits(got.values[i]) != math.Float64bits(want.values[i]) || got.scores[i] != want.scores[i] {
 			t.Errorf("%s: value %v, score %d; per pod %v, %d", n.Name, got.values[i], got.scores[i], want.values[i], want.scores[i])
 		}
 	}
 }
+
+// testList is a framework.NodeList of a cycleCluster's nodes, as plugin mode's snapshot list
+// is: a new object whenever its nodes change.
+type testList struct {
+	*cycleCluster
+	nodes []*corev1.Node
+}
+
+func (l *testList) Len() int                     { return len(l.nodes) }
+func (l *testList) Node(i int) *corev1.Node      { return l.nodes[i] }
+func (l *testList) PodsGenerationAt(i int) int64 { return l.PodsGeneration(l.nodes[i].Name) }

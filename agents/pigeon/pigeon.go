@@ -105,8 +105,8 @@ func (a *Agent) Prioritizers() []framework.Prioritizer {
 
 // prioritize scores each node by the objective's value with the pod placed on it: 10 for the
 // best fitting node, 1 for the worst, 0 for a node where the pod does not fit.
-func (a *Agent) prioritize(_ context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
-	r := a.rank(pod, nodes)
+func (a *Agent) prioritize(ctx context.Context, pod *corev1.Pod, nodes []*corev1.Node) ([]int64, error) {
+	r := a.rank(pod, nodes, framework.PositionsOf(ctx))
 	if a.log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		best := ""
 		for i, s := range r.scores {
@@ -137,8 +137,9 @@ type ranking struct {
 // rank enters the pod into the demand statistics and ranks nodes. With a synced cluster and
 // NodePods it evaluates from the system kept between pods (kept); otherwise it gathers the
 // system and evaluates it for this pod alone (the per-pod computation, which the kept one
-// equals: TestKeptAnswersArePerPodAnswers).
-func (a *Agent) rank(pod *corev1.Pod, nodes []*corev1.Node) ranking {
+// equals: TestKeptAnswersArePerPodAnswers). p, when not nil, places nodes in plugin mode's
+// shared list of every node (framework.Positions), which the kept system is then read from.
+func (a *Agent) rank(pod *corev1.Pod, nodes []*corev1.Node, p *framework.Positions) ranking {
 	m := a.cfg.NumResources
 	demand := a.res.demand(pod)
 	synced := a.cluster != nil && a.cluster.HasSynced()
@@ -147,7 +148,10 @@ func (a *Agent) rank(pod *corev1.Pod, nodes []*corev1.Node) ranking {
 	if synced && a.pods != nil {
 		a.sysMu.Lock()
 		defer a.sysMu.Unlock()
-		r.values, r.fit, r.systemNodes, r.demandCV = a.kept(nodes, &demand, &stats)
+		if p != nil && len(p.At) != len(nodes) {
+			p = nil
+		}
+		r.values, r.fit, r.systemNodes, r.demandCV = a.kept(nodes, p, &demand, &stats)
 	} else {
 		sys, cands := a.gather(nodes, synced)
 		avgCap := averageCapacity(m, sys)
@@ -161,10 +165,17 @@ func (a *Agent) rank(pod *corev1.Pod, nodes []*corev1.Node) ranking {
 
 // kept evaluates the pod of the given demand on nodes from the system kept between pods
 // (systemOf, updated from the cluster first): the objective's values and fits, the system's
-// size and c(demand). The caller holds sysMu.
-func (a *Agent) kept(nodes []*corev1.Node, demand *vec, stats *demandStats) ([]float64, []bool, int, float64) {
-	k := a.systemOf(a.cluster.Nodes())
-	cands := a.candidates(k, nodes)
+// size and c(demand). With p (nodes' positions in the shared list of every node), the system
+// is of p.List's nodes and the nodes are found in it by position; else of the cluster's
+// Nodes, found by object or name. The caller holds sysMu.
+func (a *Agent) kept(nodes []*corev1.Node, p *framework.Positions, demand *vec, stats *demandStats) ([]float64, []bool, int, float64) {
+	var k *systemMemo
+	if p != nil {
+		k = a.systemOf(nil, p.List)
+	} else {
+		k = a.systemOf(a.cluster.Nodes(), nil)
+	}
+	cands := a.candidates(k, nodes, p)
 	demandCV := stats.coefVar(a.cfg.NumResources, &k.avgCap)
 	s := newSystemSorted(a.cfg.NumResources, a.cfg.ResourceIndex, k.utils, k.primes, k.used, demandCV, &k.buf)
 	values, fit := make([]float64, len(nodes)), make([]bool, len(nodes))
@@ -174,15 +185,21 @@ func (a *Agent) kept(nodes []*corev1.Node, demand *vec, stats *demandStats) ([]f
 
 // candidates returns the request's nodes as candidates of the kept system k: by the node
 // object when k lists that object, else by name; a node k does not hold is described by its
-// own object (usage from Allocated). The slice is k's, reused by the next call.
-func (a *Agent) candidates(k *systemMemo, nodes []*corev1.Node) []candidate {
+// own object (usage from Allocated). With p, whose list k is of, a node is found by its
+// position. The slice is k's, reused by the next call.
+func (a *Agent) candidates(k *systemMemo, nodes []*corev1.Node, p *framework.Positions) []candidate {
 	if cap(k.cands) < len(nodes) {
 		k.cands = make([]candidate, len(nodes))
 	}
 	cands := k.cands[:len(nodes)]
+	byPosition := p != nil && k.list == p.List
 	for i, n := range nodes {
-		j, ok := k.byNode[n]
-		if !ok {
+		var j int
+		var ok bool
+		if byPosition {
+			j = k.at[p.At[i]] // n is k.nodes[p.At[i]]: the list's node there
+			ok = j >= 0
+		} else if j, ok = k.byNode[n]; !ok {
 			j, ok = k.index[n.Name]
 		}
 		if ok {
@@ -263,7 +280,7 @@ func (a *Agent) gather(nodes []*corev1.Node, synced bool) ([]nodeState, []candid
 	var sys []nodeState
 	var index map[string]int
 	if a.pods != nil {
-		k := a.systemOf(all)
+		k := a.systemOf(all, nil)
 		sys, index = k.sys, k.index
 	} else {
 		sys = make([]nodeState, 0, len(all))
@@ -302,6 +319,10 @@ func (a *Agent) capacity(n *corev1.Node) vec { return a.capacities.Get(n, a.res.
 // system's sums (which depend on every node: the mean moves with each placement), instead of
 // also every node's utilization, the average capacity and a sort.
 type systemMemo struct {
+	// list is the shared list of nodes (framework.Positions) the system was read from last,
+	// nil when it was given its nodes otherwise (or holds a node without a resourceVersion):
+	// while the list is the same object, its nodes are those of nodes.
+	list            framework.NodeList
 	nodes           []*corev1.Node
 	names, versions []string
 	// generations[k] is the generation of sys[k]'s pods its usage was read at (after).
@@ -332,9 +353,11 @@ type systemMemo struct {
 // without it (or when it no longer knows), every node whose generation moved; a list of other
 // nodes, in another order, a node whose schedulability or capacity changed (keepsRead) or one
 // without a resourceVersion builds it anew. A listed node that is the object listed before is
-// that version (objects from the cluster are never modified), which spares reading it. The
-// caller holds sysMu until it no longer reads the result.
-func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
+// that version (objects from the cluster are never modified), which spares reading it. Given
+// list (plugin mode's shared list of every node) instead of all, the nodes are the list's: the
+// list the system was read from last has the same node objects (none compared), another is
+// compared as all would be. The caller holds sysMu until it no longer reads the result.
+func (a *Agent) systemOf(all []*corev1.Node, list framework.NodeList) *systemMemo {
 	m := a.system
 	// The changes are asked for before anything is read: a change after the call is after
 	// next, and the next call lists it.
@@ -347,8 +370,15 @@ func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 		}
 		a.changed, next, known = a.changes.PodsChangedSince(mark, a.changed[:0])
 	}
-	same := m != nil && len(m.names) == len(all)
-	for i := 0; same && i < len(all); i++ {
+	listed := list != nil && m != nil && m.list == list
+	if list != nil && !listed {
+		all = make([]*corev1.Node, list.Len())
+		for i := range all {
+			all[i] = list.Node(i)
+		}
+	}
+	same := listed || m != nil && len(m.names) == len(all)
+	for i := 0; same && !listed && i < len(all); i++ {
 		n := all[i]
 		if n == m.nodes[i] {
 			continue
@@ -368,8 +398,14 @@ func (a *Agent) systemOf(all []*corev1.Node) *systemMemo {
 	if !same {
 		m = a.buildSystem(all)
 		m.mark = next
+		if !slices.Contains(m.nodes, nil) { // nil: a node without a resourceVersion
+			m.list = list
+		}
 		a.system = m
 		return m
+	}
+	if !listed {
+		m.list = list
 	}
 	m.mark = next
 	if known {
