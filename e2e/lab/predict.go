@@ -55,6 +55,17 @@ type Composed struct {
 	// SigmaLinear: the learned standard deviations, linear within a workload and in quadrature
 	// across (safe's model); SigmaQuad: in quadrature within a workload too (pods independent).
 	SigmaLinear, SigmaQuad float64
+	// Before is the node's composition without the pod being placed, for a Marginal policy.
+	Before *Composed
+}
+
+// expectedOver is E[(X - t)+] for X normal with the mean and standard deviation given.
+func expectedOver(mean, sigma, t float64) float64 {
+	if !(sigma > 0) {
+		return math.Max(0, mean-t)
+	}
+	d := (t - mean) / sigma
+	return (mean-t)*0.5*math.Erfc(d/math.Sqrt2) + sigma*math.Exp(-d*d/2)/math.Sqrt(2*math.Pi)
 }
 
 // learnedWorkload is one workload's pooled usage/request over the plan's minutes.
@@ -651,6 +662,20 @@ func runPredictors(rc RunConfig, works []string, seeds []uint64, dir string) err
 type Policy struct {
 	Name, About string
 	Score       func(reqCPU, reqMem float64, c *Composed, capacity float64) float64
+	// Observed, when set, replaces the composition's Mean by what could be observed before the
+	// pod's arrival, as a learner that sees usage every minute could: each workload at the mean
+	// usage/request of its pods over the last Window (every minute observed so far when Window
+	// is 0 or there is no sample in it; the request when there is none at all), and with PodNow
+	// each pod already on the node at its own usage in the last minute.
+	Observed bool
+	Window   time.Duration
+	PodNow   bool
+	// Marginal: the composition carries Before, the node's without the pod.
+	Marginal bool
+	// Clairvoyant replaces Score: the node where the pod's true usage adds the least cpu above
+	// the threshold over its life, given the true usage of the pods placed, then the lowest
+	// mean load over that life (the lab's oracle scheduler, offline).
+	Clairvoyant bool
 }
 
 // Policies compare, without the lab's noise, what the learner's knowledge is worth when it is
@@ -660,37 +685,48 @@ func Policies() []Policy {
 	leastAllocated := func(rc, rm float64) float64 { return 100 * ((1 - rc) + (1 - rm)) / 2 }
 	level := func(l float64, cp float64) float64 { return 100 * (1 - l/cp) }
 	return []Policy{
-		{"requests", "LeastAllocated on requests (kube-scheduler's defaults' main score)",
-			func(rc, rm float64, _ *Composed, _ float64) float64 { return leastAllocated(rc, rm) }},
-		{"level-mean", "the node whose cpu at its pods' learned means stays lowest (workload-level, learned)",
-			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }},
-		{"level-p90", "the node whose cpu at its pods' learned p90s stays lowest (safe-learn's estimate)",
-			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel, cp) }},
-		{"level-p90-clamped", "level-p90 with the level clamped at the capacity, as safe's mu is: every node projected full scores the same",
-			func(_, _ float64, c *Composed, cp float64) float64 { return 100 * (1 - math.Min(1, c.SafeLevel/cp)) }},
-		{"safe-balance", "safe-balance's objective, fine: (mu + sqrt(sigma)) / 2 of the p90 level and the composed spread, mu clamped at 1",
-			func(_, _ float64, c *Composed, cp float64) float64 {
-				return -(math.Min(1, c.SafeLevel/cp) + math.Sqrt(math.Min(1, c.SafeSigma/cp))) / 2
-			}},
-		{"safe-balance-unclamped", "safe-balance's objective with mu not clamped",
-			func(_, _ float64, c *Composed, cp float64) float64 {
-				return -(c.SafeLevel/cp + math.Sqrt(math.Min(1, c.SafeSigma/cp))) / 2
-			}},
-		{"level-p90+sigma", "the p90s plus the composed spread (safe-balance's mu + sigma)",
-			func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel+c.SafeSigma, cp) }},
-		{"level-mean+requests", "level-mean and LeastAllocated, equal weights",
-			func(rc, rm float64, c *Composed, cp float64) float64 {
-				return level(c.Mean, cp) + leastAllocated(rc, rm)
-			}},
-		{"level-p90+requests", "level-p90 and LeastAllocated, equal weights",
-			func(rc, rm float64, c *Composed, cp float64) float64 {
-				return level(c.SafeLevel, cp) + leastAllocated(rc, rm)
-			}},
-		{"level-p90+2requests", "level-p90 and LeastAllocated and BalancedAllocation's weight again",
-			func(rc, rm float64, c *Composed, cp float64) float64 {
-				return level(c.SafeLevel, cp) + 2*leastAllocated(rc, rm)
-			}},
+		{Name: "requests", About: "LeastAllocated on requests (kube-scheduler's defaults' main score)", Score: func(rc, rm float64, _ *Composed, _ float64) float64 { return leastAllocated(rc, rm) }},
+		{Name: "level-mean", About: "the node whose cpu at its pods' learned means stays lowest (workload-level, learned)", Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }},
+		{Name: "level-p90", About: "the node whose cpu at its pods' learned p90s stays lowest (safe-learn's estimate)", Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel, cp) }},
+		{Name: "level-p90-clamped", About: "level-p90 with the level clamped at the capacity, as safe's mu is: every node projected full scores the same", Score: func(_, _ float64, c *Composed, cp float64) float64 { return 100 * (1 - math.Min(1, c.SafeLevel/cp)) }},
+		{Name: "safe-balance", About: "safe-balance's objective, fine: (mu + sqrt(sigma)) / 2 of the p90 level and the composed spread, mu clamped at 1", Score: func(_, _ float64, c *Composed, cp float64) float64 {
+			return -(math.Min(1, c.SafeLevel/cp) + math.Sqrt(math.Min(1, c.SafeSigma/cp))) / 2
+		}},
+		{Name: "safe-balance-unclamped", About: "safe-balance's objective with mu not clamped", Score: func(_, _ float64, c *Composed, cp float64) float64 {
+			return -(c.SafeLevel/cp + math.Sqrt(math.Min(1, c.SafeSigma/cp))) / 2
+		}},
+		{Name: "level-p90+sigma", About: "the p90s plus the composed spread (safe-balance's mu + sigma)", Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.SafeLevel+c.SafeSigma, cp) }},
+		{Name: "level-observed", About: "level-mean, each workload at the mean of what its pods used so far (causal: no sample after the arrival)",
+			Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }, Observed: true},
+		{Name: "level-observed-10m", About: "each workload at the mean its pods used over the last 10 minutes (the daily shape's phase, where replicas move in step)",
+			Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }, Observed: true, Window: 10 * time.Minute},
+		{Name: "level-observed-3m", About: "the same over the last 3 minutes",
+			Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }, Observed: true, Window: 3 * time.Minute},
+		{Name: "pods-now", About: "each pod on the node at its own usage in the last minute, the new pod at its workload's last 10 minutes (fresh per-pod usage)",
+			Score: func(_, _ float64, c *Composed, cp float64) float64 { return level(c.Mean, cp) }, Observed: true, Window: 10 * time.Minute, PodNow: true},
+		{Name: "clairvoyant", About: "the oracle: every pod's true usage over its life, the node where the pod adds the least cpu above 90 %, then the lowest load", Clairvoyant: true},
+		{Name: "overload-marginal", About: "the node where the pod adds the least expected cpu above 90 % (normal, learned means, spread linear within a workload), then the lowest mean level: the oracle's objective on the learner's knowledge",
+			Score: marginalOverload, Marginal: true},
+		{Name: "overload-marginal-now", About: "overload-marginal with the pods at their usage in the last minute (pods-now's means)",
+			Score: marginalOverload, Marginal: true, Observed: true, Window: 10 * time.Minute, PodNow: true},
+		{Name: "level-mean+requests", About: "level-mean and LeastAllocated, equal weights", Score: func(rc, rm float64, c *Composed, cp float64) float64 {
+			return level(c.Mean, cp) + leastAllocated(rc, rm)
+		}},
+		{Name: "level-p90+requests", About: "level-p90 and LeastAllocated, equal weights", Score: func(rc, rm float64, c *Composed, cp float64) float64 {
+			return level(c.SafeLevel, cp) + leastAllocated(rc, rm)
+		}},
+		{Name: "level-p90+2requests", About: "level-p90 and LeastAllocated and BalancedAllocation's weight again", Score: func(rc, rm float64, c *Composed, cp float64) float64 {
+			return level(c.SafeLevel, cp) + 2*leastAllocated(rc, rm)
+		}},
 	}
+}
+
+// marginalOverload scores a node by the expected cpu above predictThreshold the pod adds to it
+// (c against c.Before), the lower the better, ties (none expected) broken by the mean level.
+func marginalOverload(_, _ float64, c *Composed, cp float64) float64 {
+	t := predictThreshold * cp
+	add := expectedOver(c.Mean, c.SigmaLinear, t) - expectedOver(c.Before.Mean, c.Before.SigmaLinear, t)
+	return -1e3*add/cp - c.Mean/cp
 }
 
 // PlacementScore is one policy's result: the cpu overload volume above the threshold
@@ -718,6 +754,46 @@ func Place(w Workload, m Model, seed uint64, c Cluster, duration, warmup time.Du
 		}
 	}
 	learned := learn(samples)
+	// Per workload and minute: the sum and count of its pods' usage/request, for Observed.
+	type perMinute struct{ sum, n []float64 }
+	byMinute := map[string]*perMinute{}
+	for i := range w.Pods {
+		pp := &w.Pods[i]
+		pm := byMinute[pp.Workload]
+		if pm == nil {
+			pm = &perMinute{make([]float64, minutes), make([]float64, minutes)}
+			byMinute[pp.Workload] = pm
+		}
+		from := int(pp.Arrive / time.Minute)
+		for k, u := range usage[i] {
+			pm.sum[from+k] += u / float64(pp.CPU)
+			pm.n[from+k]++
+		}
+	}
+	// observed is a workload's mean usage/request over the minutes [now-window, now) (all
+	// before now when window is 0 or holds no sample; 1, the request, when none does).
+	observed := func(wl string, now int, window time.Duration) float64 {
+		pm := byMinute[wl]
+		if pm == nil {
+			return 1
+		}
+		mean := func(from int) (float64, bool) {
+			var s, n float64
+			for mm := max(0, from); mm < now && mm < minutes; mm++ {
+				s, n = s+pm.sum[mm], n+pm.n[mm]
+			}
+			return s / n, n > 0
+		}
+		if window > 0 {
+			if r, ok := mean(now - int(window/time.Minute)); ok {
+				return r
+			}
+		}
+		if r, ok := mean(0); ok {
+			return r
+		}
+		return 1
+	}
 	capacity := float64(c.CPU)
 	var out []PlacementScore
 	for _, pol := range policies {
@@ -755,6 +831,39 @@ func Place(w Workload, m Model, seed uint64, c Cluster, duration, warmup time.Du
 				}
 				members = append(members, Member{Workload: pp.Workload, Request: float64(pp.CPU)})
 				comp, _ := compose(members, learned)
+				if pol.Clairvoyant {
+					from := int(pp.Arrive / time.Minute)
+					var add, sum float64
+					for k, u := range usage[i] {
+						l := n.load[from+k]
+						add += math.Max(0, l+u-predictThreshold*capacity) - math.Max(0, l-predictThreshold*capacity)
+						sum += l
+					}
+					if s := -add - sum/float64(max(1, len(usage[i])))/capacity*1e-3; s > bestScore {
+						best, bestScore = j, s
+					}
+					continue
+				}
+				if pol.Marginal {
+					before, _ := compose(members[:len(members)-1], learned)
+					comp.Before = &before
+				}
+				if pol.Observed {
+					now := int(pp.Arrive / time.Minute)
+					own := observed(pp.Workload, now, pol.Window) * float64(pp.CPU)
+					comp.Mean = own
+					for _, k := range n.pods {
+						q := &w.Pods[k]
+						if from := int(q.Arrive / time.Minute); pol.PodNow && from < now && now-1-from < len(usage[k]) {
+							comp.Mean += usage[k][now-1-from]
+						} else {
+							comp.Mean += observed(q.Workload, now, pol.Window) * float64(q.CPU)
+						}
+					}
+					if comp.Before != nil {
+						comp.Before.Mean = comp.Mean - own
+					}
+				}
 				s := pol.Score(float64(n.cpu+pp.CPU)/capacity, float64(n.mem+pp.Memory)/float64(c.Memory), &comp, capacity)
 				if s > bestScore {
 					best, bestScore = j, s

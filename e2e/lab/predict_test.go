@@ -169,3 +169,44 @@ func TestPlaceByLevelAvoidsTheHotNode(t *testing.T) {
 		t.Errorf("level-mean: %+v, want 0 core-minutes, 3 placed", got[1])
 	}
 }
+
+// TestPlaceObservedIsCausal: as TestPlaceByLevelAvoidsTheHotNode, but the policies that see
+// only what was observed before a pod's arrival. When c arrives at minute 5, a has run five
+// minutes at 8 cores: the hot workload is observed at 4x its request, and c goes beside b (no
+// overload), for the whole-history, the windowed and the per-pod variants alike. When all three
+// arrive at once nothing has been observed: each pod counts at its request, c goes beside a
+// (2 + 2 cpu requested against 6 + 2), 7 cores above 9 for 20 minutes: 140 core-minutes, as
+// LeastAllocated; the clairvoyant policy, which reads the future, avoids it (0).
+func TestPlaceObservedIsCausal(t *testing.T) {
+	shape := flatShape(1)
+	pod := func(i int, name, workload string, arrive time.Duration, cpu int64, ratio float64) PodPlan {
+		return PodPlan{Index: i, Name: name, Arrive: arrive, Duration: 20*time.Minute - arrive, CPU: cpu, Memory: 1 << 30, CPURatio: ratio, Workload: workload, Shape: shape}
+	}
+	var observed []Policy
+	for _, p := range Policies() {
+		if p.Observed {
+			observed = append(observed, p)
+		}
+	}
+	if len(observed) < 3 {
+		t.Fatalf("%d observed policies, want the whole-history, windowed and per-pod ones", len(observed))
+	}
+	for _, c := range []struct {
+		arriveC time.Duration
+		want    float64
+	}{{5 * time.Minute, 0}, {0, 140}} {
+		w := Workload{Name: "hand", Pods: []PodPlan{pod(0, "a", "hot", 0, 2000, 4), pod(1, "b", "cold", 0, 6000, 0.1), pod(2, "c", "hot", c.arriveC, 2000, 4)}}
+		for _, got := range Place(w, Model{}, 1, Cluster{Nodes: 2, CPU: 10000, Memory: 64 << 30}, 20*time.Minute, 0, observed) {
+			if math.Abs(got.Volume-c.want) > 1e-6 || got.Placed != 3 {
+				t.Errorf("c at %v, %s: %+v, want %v core-minutes, 3 placed", c.arriveC, got.Policy, got, c.want)
+			}
+		}
+		for _, p := range Policies() {
+			if p.Clairvoyant {
+				if got := Place(w, Model{}, 1, Cluster{Nodes: 2, CPU: 10000, Memory: 64 << 30}, 20*time.Minute, 0, []Policy{p})[0]; got.Volume != 0 || got.Placed != 3 {
+					t.Errorf("c at %v, %s: %+v, want 0 core-minutes, 3 placed", c.arriveC, got.Policy, got)
+				}
+			}
+		}
+	}
+}
