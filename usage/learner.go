@@ -17,8 +17,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/settings"
 	"github.com/kube-safe-scheduler/extender/workload"
 )
@@ -134,11 +134,12 @@ func NewFollower(percentile float64, maxWorkloads int) (*Learner, error) {
 	return l, nil
 }
 
-// Requests returns a pod's requested cpu in cores and memory in bytes (init containers and
-// overhead counted as the scheduler counts them).
+// Requests returns a pod's requested cpu in cores and memory in bytes: framework.CPUMemoryRequests
+// (kube-scheduler's computation: init containers, sidecars, pod-level requests and overhead),
+// in the learner's units (its ratios are usage in cores over the request in cores).
 func Requests(pod *corev1.Pod) (cpu, memory float64) {
-	r := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	return float64(r.Cpu().MilliValue()) / 1000, float64(r.Memory().Value())
+	milliCPU, mem := framework.CPUMemoryRequests(pod)
+	return float64(milliCPU) / 1000, float64(mem)
 }
 
 // Observe learns one usage sample of pod at time at: cpu in cores, memory in bytes. A

@@ -1,8 +1,6 @@
 package usage
 
 import (
-	"github.com/kube-safe-scheduler/extender/workload"
-
 	"fmt"
 	"math"
 	"runtime"
@@ -13,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kube-safe-scheduler/extender/framework"
+	"github.com/kube-safe-scheduler/extender/workload"
 )
 
 // webPod is a pod of Deployment ns/name requesting cpu and memory.
@@ -201,5 +202,69 @@ func BenchmarkEstimate(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		_ = l.Estimate(p)
+	}
+}
+
+// TestRequestsAsKubeScheduler pins Requests, and framework.CPUMemoryRequests it reads, to what
+// kube-scheduler's fit counts for a pod: containers summed, the larger of that and each init
+// container, restartable init containers (sidecars) added to both, pod-level requests when set,
+// then the overhead; Requests is the same in cores and bytes.
+func TestRequestsAsKubeScheduler(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	rl := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	}
+	container := func(name, cpu, mem string) corev1.Container {
+		return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: rl(cpu, mem)}}
+	}
+	pod := func(mod func(*corev1.PodSpec), containers ...corev1.Container) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: containers}}
+		if mod != nil {
+			mod(&p.Spec)
+		}
+		return p
+	}
+	const mi = 1 << 20
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		milliCPU int64
+		memory   int64
+	}{
+		{"no requests", pod(nil, corev1.Container{Name: "c"}), 0, 0},
+		// 100m + 200m, 64Mi + 128Mi.
+		{"containers summed", pod(nil, container("a", "100m", "64Mi"), container("b", "200m", "128Mi")), 300, 192 * mi},
+		// cpu max(300m, 500m) = 500m; memory max(192Mi, 32Mi) = 192Mi.
+		{"init container larger in cpu", pod(func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{container("init", "500m", "32Mi")}
+		}, container("a", "100m", "64Mi"), container("b", "200m", "128Mi")), 500, 192 * mi},
+		// A sidecar (50m, 16Mi) started before an init container (500m, 32Mi): it runs beside
+		// the containers (300m + 50m, 192Mi + 16Mi) and beside the init container (500m + 50m,
+		// 32Mi + 16Mi): cpu max(350m, 550m) = 550m; memory max(208Mi, 48Mi) = 208Mi.
+		{"sidecar", pod(func(s *corev1.PodSpec) {
+			side := container("proxy", "50m", "16Mi")
+			side.RestartPolicy = &always
+			s.InitContainers = []corev1.Container{side, container("init", "500m", "32Mi")}
+		}, container("a", "100m", "64Mi"), container("b", "200m", "128Mi")), 550, 208 * mi},
+		// 300m + 25m, 192Mi + 8Mi.
+		{"overhead", pod(func(s *corev1.PodSpec) { s.Overhead = rl("25m", "8Mi") },
+			container("a", "100m", "64Mi"), container("b", "200m", "128Mi")), 325, 200 * mi},
+		// Pod-level requests replace the containers' sum; the overhead is added: 2 + 0.025, 2Gi + 8Mi.
+		{"pod-level requests", pod(func(s *corev1.PodSpec) {
+			s.Resources = &corev1.ResourceRequirements{Requests: rl("2", "2Gi")}
+			s.Overhead = rl("25m", "8Mi")
+		}, container("a", "100m", "64Mi")), 2025, 2048*mi + 8*mi},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			milliCPU, memory := framework.CPUMemoryRequests(tc.pod)
+			if milliCPU != tc.milliCPU || memory != tc.memory {
+				t.Errorf("framework.CPUMemoryRequests = %dm, %d bytes; want %dm, %d", milliCPU, memory, tc.milliCPU, tc.memory)
+			}
+			cpu, mem := Requests(tc.pod)
+			if cpu != float64(tc.milliCPU)/1000 || mem != float64(tc.memory) {
+				t.Errorf("Requests = %v cores, %v bytes; want %v, %v", cpu, mem, float64(tc.milliCPU)/1000, float64(tc.memory))
+			}
+		})
 	}
 }
