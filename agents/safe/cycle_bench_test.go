@@ -119,46 +119,91 @@ func BenchmarkPluginCycle(b *testing.B) {
 					b.Fatal(err)
 				}
 				a.now = func() time.Time { return now }
-				f := a.Filters()[0]
 				toFind := max(n*max(50-n/125, 5)/100, 100)
-				ctx := context.Background()
 				start := 0
 				b.ReportAllocs()
 				cpu0 := processCPU()
 				defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
 				for i := 0; b.Loop(); i++ {
 					d := mix.demands[i%len(mix.demands)]
-					pod := boundPod(fmt.Sprintf("p-%d", i), d[0], "", time.Time{})
-					pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(d[1])
-					fn, err := f.ForList(ctx, pod, c.nodes)
-					if err != nil {
-						b.Fatal(err)
-					}
-					var feasible []*corev1.Node
-					k := 0
-					for ; k < n && len(feasible) < toFind; k += 16 {
-						lo := (start + k) % n
-						chunk := c.nodes[lo:min(lo+16, n)]
-						out, err := fn(ctx, pod, chunk)
-						if err != nil {
-							b.Fatal(err)
-						}
-						for j, v := range out {
-							if v.Passes() {
-								feasible = append(feasible, chunk[j])
-							}
-						}
-					}
-					start = (start + k) % n
-					if _, err := a.scoreOverload(ctx, pod, feasible); err != nil {
-						b.Fatal(err)
-					}
-					if len(feasible) > 0 {
-						pod.Spec.NodeName = feasible[0].Name
+					pod := cyclePod(i, d)
+					var to *corev1.Node
+					if start, to = cycle(b, a, c, pod, toFind, start); to != nil {
+						pod.Spec.NodeName = to.Name
 						c.place(pod)
 					}
 				}
 			})
 		}
+	}
+}
+
+// cyclePod is the i-th pod of a cycle benchmark, of requests d (cpu, memory).
+func cyclePod(i int, d [2]string) *corev1.Pod {
+	pod := boundPod(fmt.Sprintf("p-%d", i), d[0], "", time.Time{})
+	pod.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse(d[1])
+	return pod
+}
+
+// cycle is one pod's scheduling cycle in plugin mode (see BenchmarkPluginCycle) from position
+// start of c's nodes: the filter's chunks until toFind nodes pass and safe-overload's score of
+// those. It returns where the next cycle starts and the first feasible node (nil: none), where
+// the caller places the pod.
+func cycle(b *testing.B, a *Agent, c *cycleCluster, pod *corev1.Pod, toFind, start int) (int, *corev1.Node) {
+	ctx := context.Background()
+	n := len(c.nodes)
+	fn, err := a.Filters()[0].ForList(ctx, pod, c.nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var feasible []*corev1.Node
+	k := 0
+	for ; k < n && len(feasible) < toFind; k += 16 {
+		lo := (start + k) % n
+		chunk := c.nodes[lo:min(lo+16, n)]
+		out, err := fn(ctx, pod, chunk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j, v := range out {
+			if v.Passes() {
+				feasible = append(feasible, chunk[j])
+			}
+		}
+	}
+	if _, err := a.scoreOverload(ctx, pod, feasible); err != nil {
+		b.Fatal(err)
+	}
+	if len(feasible) > 0 {
+		return (start + k) % n, feasible[0]
+	}
+	return (start + k) % n, nil
+}
+
+// BenchmarkFreshAgentCycle is the first scheduling cycle of a new agent (default configuration,
+// plugin mode, as BenchmarkPluginCycle) on 2000 nodes: New, then one pod's cycle, nothing
+// remembered yet of the nodes or their risks. Each agent owns its risk memo (beta.Memo), so no
+// agent starts from the risks another computed; the pod is not placed (every op sees the same
+// cluster).
+func BenchmarkFreshAgentCycle(b *testing.B) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	const n = 2000
+	c := cycleNodes(n, now)
+	toFind := max(n*max(50-n/125, 5)/100, 100)
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	for i := 0; b.Loop(); i++ {
+		h := framework.NewHandle(nil)
+		h.Cluster, h.NodePods = c, c
+		var events cache.ResourceEventHandler
+		h.PodEvents = podEventsFunc{&events}
+		a, err := New(DefaultConfig(), h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.now = func() time.Time { return now }
+		pod := cyclePod(i, [2]string{"500m", "1Gi"})
+		cycle(b, a, c, pod, toFind, 0)
 	}
 }
