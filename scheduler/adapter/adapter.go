@@ -193,14 +193,14 @@ func (a *Adapter) Factory(name string) frameworkruntime.PluginFactory {
 			return nil, err
 		}
 		b := base{name: name, adapter: a, fns: fns}
-		filter, score := filterPlugin{b, stateKey("filter", name)}, scorePlugin{b, stateKey("score", name)}
+		filterKey, scoreKey := stateKey("filter", name), stateKey("score", name)
 		switch {
 		case s.filter && s.prioritizer:
-			return &filterScorePlugin{filter, score}, nil
+			return &filterScorePlugin{filterPlugin{base: b, key: filterKey}, scorePlugin{base: b, key: scoreKey}}, nil
 		case s.filter:
-			return &filter, nil
+			return &filterPlugin{base: b, key: filterKey}, nil
 		default:
-			return &score, nil
+			return &scorePlugin{base: b, key: scoreKey}, nil
 		}
 	}
 }

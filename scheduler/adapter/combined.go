@@ -70,6 +70,8 @@ type combinedPlugin struct {
 	// order; all are every part.
 	filters, scorers, all []combinedPart
 	total                 int64 // sum of the scorers' weights
+	// filtered and scored remember the cycle's verdicts and scores (lastWrite).
+	filtered, scored lastWrite
 }
 
 var (
@@ -203,7 +205,7 @@ func (p *combinedPlugin) PreFilter(ctx context.Context, state fwk.CycleState, po
 		}
 		c.parts[k] = vs
 	}
-	state.Write(combinedFilterKey, c)
+	p.filtered.write(state, combinedFilterKey, c)
 	return nil, nil
 }
 
@@ -223,7 +225,7 @@ func (p *combinedPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *
 	}
 	var c *combinedVerdicts
 	i := -1
-	if data, err := state.Read(combinedFilterKey); err == nil {
+	if data, err := p.filtered.read(state, combinedFilterKey); err == nil {
 		c = data.(*combinedVerdicts)
 		if j, ok := c.list.pos[node]; ok { // one lookup for every filter
 			i = int(j)
@@ -300,10 +302,10 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 		if !answered {
 			return fwk.NewStatus(fwk.Skip)
 		}
-		state.Write(combinedScoreKey, newFixedScores(f, func(i int) int64 { return mean(sums[i]) }))
+		p.scored.write(state, combinedScoreKey, newFixedScores(f, func(i int) int64 { return mean(sums[i]) }))
 		return nil
 	}
-	state.Write(combinedScoreKey, newChunkScores(f, func(ctx context.Context, lo int, views []*corev1.Node, out []int64) error {
+	p.scored.write(state, combinedScoreKey, newChunkScores(f, func(ctx context.Context, lo int, views []*corev1.Node, out []int64) error {
 		if sums != nil {
 			copy(out, sums[lo:])
 		}
@@ -328,7 +330,7 @@ func (p *combinedPlugin) PreScore(ctx context.Context, state fwk.CycleState, pod
 
 // Score implements fwk.ScorePlugin: the node's score, from PreScore's table.
 func (p *combinedPlugin) Score(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	return scoreFromTable(ctx, state, combinedScoreKey, CombinedName, nodeInfo)
+	return scoreFromTable(ctx, state, &p.scored, combinedScoreKey, CombinedName, nodeInfo)
 }
 
 // ScoreExtensions implements fwk.ScorePlugin: the scores are already in the framework's range.

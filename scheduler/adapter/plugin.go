@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,13 +80,42 @@ func (p *filterScorePlugin) SignPod(ctx context.Context, pod *corev1.Pod) ([]fwk
 // filterPlugin is an agent's filter function.
 type filterPlugin struct {
 	base
-	key fwk.StateKey
+	key  fwk.StateKey
+	last lastWrite // of key
 }
 
 // scorePlugin is an agent's prioritize function.
 type scorePlugin struct {
 	base
-	key fwk.StateKey
+	key  fwk.StateKey
+	last lastWrite // of key
+}
+
+// lastWrite remembers the CycleState a plugin last wrote its cycle's data into (PreFilter's
+// verdicts, PreScore's scores), with the data: the per-node calls of that cycle (Filter, Score:
+// thousands per pod) then find it by one comparison instead of CycleState.Read's lookup by key
+// (a string hashed, a concurrent map probed). Any other state (preemption's clone, batching's,
+// another profile's cycle) is read by key as before; a state that is the one remembered holds
+// that data, since the plugin writes the key before any of the cycle's per-node calls.
+type lastWrite struct{ p atomic.Pointer[written] }
+
+type written struct {
+	state fwk.CycleState
+	data  fwk.StateData
+}
+
+// write writes data under key into state, and remembers both.
+func (w *lastWrite) write(state fwk.CycleState, key fwk.StateKey, data fwk.StateData) {
+	state.Write(key, data)
+	w.p.Store(&written{state: state, data: data})
+}
+
+// read returns what state holds under key.
+func (w *lastWrite) read(state fwk.CycleState, key fwk.StateKey) (fwk.StateData, error) {
+	if e := w.p.Load(); e != nil && e.state == state {
+		return e.data, nil
+	}
+	return state.Read(key)
 }
 
 // filterScorePlugin is an agent's filter and prioritize functions of one name.
@@ -120,7 +150,7 @@ func (p *filterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	state.Write(p.key, vs)
+	p.last.write(state, p.key, vs)
 	return nil, nil
 }
 
@@ -158,7 +188,7 @@ func (p *filterPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *co
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
 	var vs *verdicts
-	if data, err := state.Read(p.key); err == nil {
+	if data, err := p.last.read(state, p.key); err == nil {
 		vs = data.(*verdicts)
 	}
 	v, err := p.adapter.verdictOf(ctx, pod, p.fns, vs, node, -1)
@@ -227,7 +257,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 		return status
 	}
 	if p.adapter.chunked(p.fns) {
-		state.Write(p.key, newChunkScores(f, func(ctx context.Context, _ int, views []*corev1.Node, out []int64) error {
+		p.last.write(state, p.key, newChunkScores(f, func(ctx context.Context, _ int, views []*corev1.Node, out []int64) error {
 			list, err := p.fns.score(ctx, pod, views)
 			if err == nil {
 				for i, s := range list {
@@ -242,7 +272,7 @@ func (p *scorePlugin) PreScore(ctx context.Context, state fwk.CycleState, pod *c
 	if err != nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(p.key, newFixedScores(f, func(i int) int64 {
+	p.last.write(state, p.key, newFixedScores(f, func(i int) int64 {
 		return scaled(list[i])
 	}))
 	return nil
@@ -410,13 +440,13 @@ func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) (*fe
 
 // Score implements fwk.ScorePlugin: the node's score, from PreScore's table.
 func (p *scorePlugin) Score(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	return scoreFromTable(ctx, state, p.key, p.name, nodeInfo)
+	return scoreFromTable(ctx, state, &p.last, p.key, p.name, nodeInfo)
 }
 
 // scoreFromTable is the score of nodeInfo's node in the table plugin (name) wrote under key in
-// PreScore.
-func scoreFromTable(ctx context.Context, state fwk.CycleState, key fwk.StateKey, plugin string, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	data, err := state.Read(key)
+// PreScore (remembered by last).
+func scoreFromTable(ctx context.Context, state fwk.CycleState, last *lastWrite, key fwk.StateKey, plugin string, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	data, err := last.read(state, key)
 	if err != nil {
 		return 0, fwk.AsStatus(fmt.Errorf("no scores from PreScore (%w): enable %s at the preScore extension point as well as score, or under multiPoint", err, plugin))
 	}
