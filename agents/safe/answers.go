@@ -76,8 +76,11 @@ func classOf(c *call) classKey {
 // immutable once stored, a reader racing a writer sees none (and computes the same) or the one
 // stored.
 type classAnswers struct {
-	key     classKey
-	verdict atomic.Pointer[framework.Verdict]
+	key classKey
+	// judgement is the node's projection for this class (pipeline.go), made once and read by
+	// the filter and the priorities.
+	judgement atomic.Pointer[judgement]
+	verdict   atomic.Pointer[framework.Verdict]
 	// scores are the priorities' scores, by slot (overloadSlot, balanceSlot, fineBalanceSlot).
 	scores [3]atomic.Pointer[scoreMemo]
 }

@@ -66,52 +66,36 @@ func (a *Agent) filterOverload(ctx context.Context, pod *corev1.Pod, nodes []*co
 	return out, nil
 }
 
-// judgeNodes writes the filter's verdict on every node into out, with the call's demand: from
-// the node prepared for every pod (answers.go), or judged per pod (judgeOne) when it cannot be
-// prepared (stale statistics, no resourceVersion, a table to print). at holds the nodes'
-// positions in c.list (nil: none).
+// judgeNodes writes the filter's verdict on every node into out, with the call's demand
+// (eachNode, pipeline.go): a prepared node's verdict is kept with its class's answers, read off
+// the judgement the priorities share; a node judged per pod is judged as judgeOne judges it. at
+// holds the nodes' positions in c.list (nil: none).
 func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, at []int32, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
-	class := classOf(c)
-	judge := func(lo, hi int) {
-		var batch [entryBatch]*nodeEntry
-		for i, n := range nodes[lo:hi] {
-			if i%entryBatch == 0 {
-				a.entries(c.list, sub(at, lo+i, min(lo+i+entryBatch, hi)), nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
-			}
-			e := batch[i%entryBatch]
-			if p := a.prepare(n, e, c, tbl == nil, position(at, lo+i)); p != nil {
-				ca := p.class(class)
-				v := ca.verdict.Load()
-				if v == nil {
-					cpu, memory := p.base.measures(c.d, c.source)
-					if r := a.rule(&cpu, &memory, freshness{}, c); r.Passes() {
-						v = &passes
-					} else {
-						v = &r
-					}
-					ca.verdict.Store(v)
+	a.eachNode(nodes, at, c, tbl, func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j judgement) {
+		if ca != nil {
+			v := ca.verdict.Load()
+			if v == nil {
+				j := *ca.judged(p, c)
+				if r := a.rule(&j.cpu, &j.memory, freshness{}, c); r.Passes() {
+					v = &passes
+				} else {
+					v = &r
 				}
-				out[lo+i] = *v
-				continue
+				ca.verdict.Store(v)
 			}
-			var cpu, memory measure
-			out[lo+i], cpu, memory = a.judgeOne(n, &e.in, c)
-			if tbl != nil {
-				result := "pass"
-				if !out[lo+i].Passes() {
-					result = "reject"
-				}
-				tbl.node(n.Name, &cpu, &memory, result)
-			}
+			out[i] = *v
+			return
 		}
-	}
-	if tbl != nil {
-		judge(0, len(nodes)) // one goroutine: the table's rows in order
-		tbl.flush()
-	} else {
-		forChunks(len(nodes), judge)
-	}
+		out[i] = a.rule(&j.cpu, &j.memory, j.f, c)
+		if tbl != nil {
+			result := "pass"
+			if !out[i].Passes() {
+				result = "reject"
+			}
+			tbl.node(n.Name, &j.cpu, &j.memory, result)
+		}
+	})
 }
 
 // sub is at[lo:hi], nil when at is.

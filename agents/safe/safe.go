@@ -12,7 +12,9 @@
 // safe.go (the Agent, New, one call's state); measure.go (what a node is measured at: its
 // statistics read through package nodestats, their freshness, the requests of its pods);
 // estimate.go (what a pod is estimated at: the Estimator); model.go, departures.go and
-// placed.go (the node model: the node's pods now and gone against its statistics); filter.go (the filter, its reasons); score.go (the priorities);
+// placed.go (the node model: the node's pods now and gone against its statistics); pipeline.go (the
+// one loop of the filter and the priorities: pod -> demand -> node projection -> judgement);
+// filter.go (the filter, its reasons); score.go (the priorities);
 // analysis.go (the pure maths of the agent's scales: utilization, scores); answers.go (what is
 // remembered between calls); table.go, explain.go, requeue.go, chunks.go. The Beta
 // distribution's mathematics (the fit, the risk, its memo) is package beta.

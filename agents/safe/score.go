@@ -57,45 +57,30 @@ func (a *Agent) score(ctx context.Context, name string, slot int, pod *corev1.Po
 	a.placeSince(nodes, c)
 	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
-	class := classOf(c)
-	scoreRange := func(lo, hi int) {
-		var batch [entryBatch]*nodeEntry
-		for i, n := range nodes[lo:hi] {
-			if i%entryBatch == 0 {
-				a.entries(c.list, sub(at, lo+i, min(lo+i+entryBatch, hi)), nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
+	a.eachNode(nodes, at, c, tbl, func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j judgement) {
+		if ca != nil {
+			m := ca.scores[slot].Load()
+			if m == nil {
+				j := ca.judged(p, c)
+				m = &scoreMemo{}
+				m.s, m.has = a.scoreFrom(j.cpu, j.memory, of)
+				ca.scores[slot].Store(m)
 			}
-			e := batch[i%entryBatch]
-			if p := a.prepare(n, e, c, tbl == nil, position(at, lo+i)); p != nil {
-				ca := p.class(class)
-				m := ca.scores[slot].Load()
-				if m == nil {
-					cpu, memory := p.base.measures(c.d, c.source)
-					m = &scoreMemo{}
-					m.s, m.has = a.scoreFrom(cpu, memory, of)
-					ca.scores[slot].Store(m)
-				}
-				out[lo+i] = m.s
-				if has != nil {
-					has[lo+i] = m.has
-				}
-				continue
-			}
-			s, hasStats, cpu, memory := a.scoreOne(n, &e.in, c, of)
-			out[lo+i] = s
+			out[i] = m.s
 			if has != nil {
-				has[lo+i] = hasStats
+				has[i] = m.has
 			}
-			if tbl != nil {
-				tbl.node(n.Name, &cpu, &memory, strconv.FormatInt(out[lo+i], 10))
-			}
+			return
 		}
-	}
-	if tbl != nil {
-		scoreRange(0, len(nodes))
-		tbl.flush()
-	} else {
-		forChunks(len(nodes), scoreRange)
-	}
+		s, hasStats := a.scoreFrom(j.cpu, j.memory, of)
+		out[i] = s
+		if has != nil {
+			has[i] = hasStats
+		}
+		if tbl != nil {
+			tbl.node(n.Name, &j.cpu, &j.memory, strconv.FormatInt(s, 10))
+		}
+	})
 	return out
 }
 
