@@ -13,7 +13,7 @@ import (
 // (memory's small relative spreads give large shapes, whose tails take hundreds of
 // continued-fraction steps or the quadrature bridge). Memo.Risk keeps the tails it computed,
 // keyed by the exact bits of its arguments: a hit returns the very float64 the computation
-// returned, so every answer is identical to Risk's (TestMemoRiskIdentical).
+// returned, so every answer is identical to Risk's (TestRiskMemoIdentical).
 //
 // It is two-way set-associative (a new entry goes first in its set, the set's first moves
 // second, its second is dropped) and lock-free: each slot holds a pointer to an immutable entry,

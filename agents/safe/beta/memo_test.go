@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestMemoRiskIdentical checks that the memo changes no answer: for random arguments, more than
+// TestRiskMemoIdentical checks that the memo changes no answer: for random arguments, more than
 // the memo has slots (so that entries evict each other) and each asked several times, Memo.Risk
 // returns the bits that computing the tail returns, as does a nil Memo.
-func TestMemoRiskIdentical(t *testing.T) {
+func TestRiskMemoIdentical(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	type args struct{ mu, sigma, t float64 }
 	cases := make([]args, 3*memoSlots)
