@@ -33,7 +33,7 @@ import (
 // process: PreFilter, the framework's Filter node by node (sequentially here) from where the
 // last pod stopped until the scheduler's number of feasible nodes to find is reached (as
 // kube-scheduler does with percentageOfNodesToScore unset), then PreScore and Score on those, for the plugin sets of bench-e2e's
-// plugins modes (and the first's functions in the one plugin agents). Realistic nodes (fixtures) carrying usage statistics as an annotator writes
+// plugins modes (and the functions of the first and the third in the one plugin agents). Realistic nodes (fixtures) carrying usage statistics as an annotator writes
 // them (fixtures.UsageStatistics) and congestion, 8 pods bound on each (for pigeon's
 // allocation). The +decisions set keeps the last 1000 decisions, with what each agent saw
 // (kube-safe-scheduler's DECISIONS_KEPT): their cost. Two reference sets: noop, a plugin at the
@@ -52,6 +52,8 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 			{"safe-overload+congestion+pigeon-holing", "multiPoint:\n  enabled:\n  - name: safe-overload\n  - name: congestion\n  - name: pigeon-holing\n", false},
 			// The same functions in one plugin, agents (weights 1 each, the plugin's their sum).
 			{"agents(safe-overload+congestion)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 2\n", false},
+			// With pigeon-holing too, in the one plugin: the framework charges one plugin, not three.
+			{"agents(safe-overload+congestion+pigeon-holing)", "multiPoint:\n  enabled:\n  - name: agents\n    weight: 3\n", false},
 			// A plugin at the same extension points that does nothing: what the framework
 			// charges any one plugin, the floor under agents(...).
 			{"noop", "multiPoint:\n  enabled:\n  - name: noop\n", false},
@@ -65,8 +67,8 @@ func BenchmarkPluginsPerPod(b *testing.B) {
 					a.KeepDecisions(decisions.Config{Kept: 1000, InputsBytes: decisions.DefaultInputsBytes})
 				}
 				args := ""
-				if strings.HasPrefix(set.name, "agents(") {
-					args = "- name: agents\n  args:\n    functions: [{name: safe-overload}, {name: congestion}]\n"
+				if fns, ok := strings.CutPrefix(set.name, "agents("); ok {
+					args = "- name: agents\n  args:\n    functions: [{name: " + strings.ReplaceAll(strings.TrimSuffix(fns, ")"), "+", "}, {name: ") + "}]\n"
 				}
 				perPodCycles(b, a, profileYAML(set.plugins, args), nodes, pods, nil)
 			})
