@@ -72,7 +72,7 @@ func (a *Agent) filterOverload(ctx context.Context, pod *corev1.Pod, nodes []*co
 // holds the nodes' positions in c.list (nil: none).
 func (a *Agent) judgeNodes(pod *corev1.Pod, nodes []*corev1.Node, at []int32, c *call, out []framework.Verdict) {
 	tbl := a.newTable(FilterOverload, pod, c.d)
-	a.eachNode(nodes, at, c, tbl, func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j judgement) {
+	a.eachNode(nodes, at, c, tbl, func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j *judgement) {
 		if ca != nil {
 			v := ca.verdict.Load()
 			if v == nil {

@@ -34,9 +34,9 @@ func (ca *classAnswers) judged(p *prepared, c *call) *judgement {
 
 // judgeFunc sees one node of a call in eachNode: i is its index in the call's nodes; a prepared
 // node comes with its answers for the call's class of demand (ca, on p: its judgement is
-// ca.judged(p, c), made when first needed), a node judged per pod with ca nil and its judgement
-// j.
-type judgeFunc func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j judgement)
+// ca.judged(p, c), made when first needed) and j nil, a node judged per pod with ca nil and its
+// judgement j, the visitor's to use until it returns (the next node's overwrites it).
+type judgeFunc func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j *judgement)
 
 // eachNode runs visit on every node of nodes for call c (at: their positions in c.list, nil
 // when none): in chunks across goroutines, or in order on one when tbl is not nil (the table's
@@ -45,16 +45,19 @@ func (a *Agent) eachNode(nodes []*corev1.Node, at []int32, c *call, tbl *table, 
 	class := classOf(c)
 	run := func(lo, hi int) {
 		var batch [entryBatch]*nodeEntry
+		var j *judgement // the nodes judged per pod, in turn: made once, when the first is
 		for i, n := range nodes[lo:hi] {
 			if i%entryBatch == 0 {
 				a.entries(c.list, sub(at, lo+i, min(lo+i+entryBatch, hi)), nodes[lo+i:min(lo+i+entryBatch, hi)], batch[:])
 			}
 			e := batch[i%entryBatch]
 			if p := a.prepare(n, e, c, tbl == nil, position(at, lo+i)); p != nil {
-				visit(lo+i, n, p, p.class(class), judgement{})
+				visit(lo+i, n, p, p.class(class), nil)
 				continue
 			}
-			var j judgement
+			if j == nil {
+				j = &judgement{}
+			}
 			j.cpu, j.memory, j.f = a.measure(n, &e.in, c)
 			visit(lo+i, n, nil, nil, j)
 		}

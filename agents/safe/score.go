@@ -57,7 +57,7 @@ func (a *Agent) score(ctx context.Context, name string, slot int, pod *corev1.Po
 	a.placeSince(nodes, c)
 	tbl := a.newTable(name, pod, c.d)
 	out := make([]int64, len(nodes))
-	a.eachNode(nodes, at, c, tbl, func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j judgement) {
+	a.eachNode(nodes, at, c, tbl, func(i int, n *corev1.Node, p *prepared, ca *classAnswers, j *judgement) {
 		if ca != nil {
 			m := ca.scores[slot].Load()
 			if m == nil {
