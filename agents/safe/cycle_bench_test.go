@@ -56,6 +56,22 @@ func (c *cycleCluster) PodsOn(node string) ([]*corev1.Pod, int64) {
 	return c.byNode[node], c.generations[node]
 }
 
+// cycleAgent is a safe agent with default settings over c, its clock at now, hearing pod events
+// as plugin mode's does (the node model's path).
+func cycleAgent(tb testing.TB, c *cycleCluster, now time.Time) *Agent {
+	tb.Helper()
+	h := framework.NewHandle(nil)
+	h.Cluster, h.NodePods = c, c
+	var events cache.ResourceEventHandler
+	h.PodEvents = podEventsFunc{&events}
+	a, err := New(DefaultConfig(), h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.now = func() time.Time { return now }
+	return a
+}
+
 // cycleNodes returns a cycleCluster of n nodes of 16 cpu and 64 GiB carrying an annotator's
 // statistics (fixtures.UsageStatistics: a fifth near the thresholds), written 5 minutes before
 // now, one in twenty without, and 8 pods on each: half bound before the statistics, half
@@ -110,15 +126,7 @@ func BenchmarkPluginCycle(b *testing.B) {
 		} {
 			b.Run(fmt.Sprintf("%s/nodes=%d", mix.name, n), func(b *testing.B) {
 				c := cycleNodes(n, now)
-				h := framework.NewHandle(nil)
-				h.Cluster, h.NodePods = c, c
-				var events cache.ResourceEventHandler // plugin mode hears pod events: the node model's path
-				h.PodEvents = podEventsFunc{&events}
-				a, err := New(DefaultConfig(), h)
-				if err != nil {
-					b.Fatal(err)
-				}
-				a.now = func() time.Time { return now }
+				a := cycleAgent(b, c, now)
 				toFind := max(n*max(50-n/125, 5)/100, 100)
 				start := 0
 				b.ReportAllocs()
@@ -194,15 +202,7 @@ func BenchmarkFreshAgentCycle(b *testing.B) {
 	cpu0 := processCPU()
 	defer func() { b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op") }()
 	for i := 0; b.Loop(); i++ {
-		h := framework.NewHandle(nil)
-		h.Cluster, h.NodePods = c, c
-		var events cache.ResourceEventHandler
-		h.PodEvents = podEventsFunc{&events}
-		a, err := New(DefaultConfig(), h)
-		if err != nil {
-			b.Fatal(err)
-		}
-		a.now = func() time.Time { return now }
+		a := cycleAgent(b, c, now)
 		pod := cyclePod(i, [2]string{"500m", "1Gi"})
 		cycle(b, a, c, pod, toFind, 0)
 	}

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 
-	"github.com/kube-safe-scheduler/extender/framework"
 	"github.com/kube-safe-scheduler/extender/internal/testkit/extendertest"
 )
 
@@ -34,15 +32,7 @@ func keptJudgement(a *Agent, n *corev1.Node, pod *corev1.Pod) *judgement {
 func TestFilterAndPrioritiesShareJudgement(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	c := cycleNodes(60, now)
-	h := framework.NewHandle(nil)
-	h.Cluster, h.NodePods = c, c
-	var events cache.ResourceEventHandler
-	h.PodEvents = podEventsFunc{&events}
-	a, err := New(DefaultConfig(), h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.now = func() time.Time { return now }
+	a := cycleAgent(t, c, now)
 	pod := cyclePod(1, [2]string{"1", "2Gi"})
 	ctx := context.Background()
 
