@@ -32,7 +32,7 @@ type verdicts struct {
 	// filter judges the chunks: the plugin's filter function, or the one its ForList gave for
 	// this cycle's list.
 	filter framework.FilterFunc
-	size int // nodes per chunk, >= 1
+	size   int // nodes per chunk, >= 1
 	// chunks holds each chunk once a Filter asks about one of its nodes: of a list's chunks,
 	// a cycle judges those up to the scheduler's number of feasible nodes (at 5000 nodes, a
 	// tenth), so only a pointer per chunk is allocated per pod, not every chunk's state.
