@@ -42,7 +42,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -429,7 +428,7 @@ type listViews struct {
 // one listed). It is never modified once built.
 type nodeList struct {
 	src, views []*corev1.Node
-	pos        map[*corev1.Node]int32
+	pos        positionTable // of src's nodes: position finds one
 	// infos are the NodeInfos of src, by position (PodsGenerationAt), and iota the positions
 	// 0..len-1, of which a chunk of consecutive nodes takes its framework.Positions.At.
 	infos []fwk.NodeInfo
@@ -447,6 +446,9 @@ func (l *nodeList) Len() int { return len(l.views) }
 
 // Node implements framework.NodeList: the view at position i.
 func (l *nodeList) Node(i int) *corev1.Node { return l.views[i] }
+
+// position returns the position of the node object n in the list.
+func (l *nodeList) position(n *corev1.Node) (int32, bool) { return l.pos.get(l.src, n) }
 
 // PodsGenerationAt implements framework.NodeList: the generation of the NodeInfo at position
 // i, the one snapshotCluster.PodsGeneration finds by the node's name (the snapshot's list and
@@ -515,14 +517,13 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 			return p, true
 		}
 	}
-	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), pos: make(map[*corev1.Node]int32, len(infos)),
-		infos: make([]fwk.NodeInfo, 0, len(infos))}
+	l = &nodeList{src: make([]*corev1.Node, 0, len(infos)), views: make([]*corev1.Node, 0, len(infos)), infos: make([]fwk.NodeInfo, 0, len(infos))}
 	for _, ni := range infos {
 		if n := ni.Node(); n != nil {
-			l.pos[n] = int32(len(l.src))
 			l.src, l.views, l.infos = append(l.src, n), append(l.views, a.view(n)), append(l.infos, ni)
 		}
 	}
+	l.pos = newPositionTable(l.src)
 	l.iota = positionsIota(c.list, len(l.src))
 	l.positioned()
 	if len(l.src) != len(infos) {
@@ -550,15 +551,12 @@ func (a *Adapter) patched(l *nodeList, infos []fwk.NodeInfo, changed []int) *nod
 			return nil
 		}
 	}
-	p := &nodeList{src: slices.Clone(l.src), views: slices.Clone(l.views), pos: maps.Clone(l.pos), infos: slices.Clone(l.infos), iota: l.iota}
-	for _, i := range changed {
-		delete(p.pos, l.src[i])
-	}
+	p := &nodeList{src: slices.Clone(l.src), views: slices.Clone(l.views), infos: slices.Clone(l.infos), iota: l.iota}
 	for _, i := range changed {
 		n := infos[i].Node()
-		p.pos[n] = int32(i)
 		p.src[i], p.views[i], p.infos[i] = n, a.view(n), infos[i]
 	}
+	p.pos = newPositionTable(p.src) // as built anew: a few microseconds at 5000 nodes
 	return p.positioned()
 }
 

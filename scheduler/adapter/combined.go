@@ -227,7 +227,7 @@ func (p *combinedPlugin) Filter(ctx context.Context, state fwk.CycleState, pod *
 	i := -1
 	if data, err := p.filtered.read(state, combinedFilterKey); err == nil {
 		c = data.(*combinedVerdicts)
-		if j, ok := c.list.pos[node]; ok { // one lookup for every filter
+		if j, ok := c.list.position(node); ok { // one lookup for every filter
 			i = int(j)
 		}
 	}

@@ -207,7 +207,7 @@ func (a *Adapter) verdictOf(ctx context.Context, pod *corev1.Pod, fns *funcs, vs
 	judged := false
 	if vs != nil {
 		if i < 0 {
-			if j, ok := vs.list.pos[node]; ok {
+			if j, ok := vs.list.position(node); ok {
 				i = int(j)
 			}
 		}
@@ -354,7 +354,7 @@ func (f *feasibleViews) Clone() fwk.StateData { return f }
 // index returns the index of node among the feasible nodes.
 func (f *feasibleViews) index(node *corev1.Node) (int, bool) {
 	if f.list != nil {
-		if j, ok := f.list.pos[node]; ok && f.at[j] > 0 {
+		if j, ok := f.list.position(node); ok && f.at[j] > 0 {
 			return int(f.at[j]) - 1, true
 		}
 		return 0, false
@@ -413,7 +413,7 @@ func (a *Adapter) feasibleViews(state fwk.CycleState, nodes []fwk.NodeInfo) (*fe
 	if list := a.lastList(); list != nil { // the feasible nodes are usually in it
 		f.list, f.pos, f.at = list, make([]int32, len(nodes)), make([]int32, len(list.src))
 		for i, n := range nodes {
-			j, ok := list.pos[n.Node()] // a NodeInfo without its node is in no list
+			j, ok := list.position(n.Node()) // a NodeInfo without its node is in no list
 			if !ok {
 				f.list, f.pos, f.at = nil, nil, nil
 				break

@@ -111,20 +111,20 @@ func TestPatchedListIsTheBuiltList(t *testing.T) {
 			patched++
 		}
 		want, _ := (&Adapter{}).nodeList(infosOf(nodes))
-		if !slices.Equal(l.src, want.src) || len(l.pos) != len(want.pos) {
-			t.Fatalf("step %d: list of %d nodes, %d positions; built: %d, %d", step, len(l.src), len(l.pos), len(want.src), len(want.pos))
+		if !slices.Equal(l.src, want.src) || l.pos.len() != want.pos.len() {
+			t.Fatalf("step %d: list of %d nodes, %d positions; built: %d, %d", step, len(l.src), l.pos.len(), len(want.src), want.pos.len())
 		}
 		for i, n := range l.src {
-			if l.pos[n] != int32(i) || l.views[i].Name != n.Name || l.views[i].Labels["rv"] != n.Labels["rv"] {
-				t.Fatalf("step %d: %s at %d: position %d, view %s at %s", step, n.Name, i, l.pos[n], l.views[i].Name, l.views[i].Labels["rv"])
+			if j, ok := l.position(n); !ok || j != int32(i) || l.views[i].Name != n.Name || l.views[i].Labels["rv"] != n.Labels["rv"] {
+				t.Fatalf("step %d: %s at %d: position %d, view %s at %s", step, n.Name, i, j, l.views[i].Name, l.views[i].Labels["rv"])
 			}
 		}
 		if before != nil { // a list handed out is never modified
-			if !slices.Equal(before.src, beforeSrc) || len(before.pos) != len(beforeSrc) {
+			if !slices.Equal(before.src, beforeSrc) || before.pos.len() != len(beforeSrc) {
 				t.Fatalf("step %d: the previous list was modified", step)
 			}
 			for i, n := range before.src {
-				if before.pos[n] != int32(i) {
+				if j, ok := before.position(n); !ok || j != int32(i) {
 					t.Fatalf("step %d: the previous list was modified at %d", step, i)
 				}
 			}
