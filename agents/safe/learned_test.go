@@ -19,7 +19,11 @@ import (
 	"github.com/kube-safe-scheduler/extender/usage"
 )
 
-var learnedAt = time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+// learnedAt is when the tests' samples start: two whole hours before now, because a follower
+// reads the workload's memory peak against the real clock (usage's PeakWindow, 24 hours; past
+// two windows the peak is forgotten). A fixed date made TestLearnedEstimator fail from two days
+// after it (2026-11-29 10:00 UTC).
+var learnedAt = time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
 
 // webPod is a pod of the workload "app shop/web" requesting cpu and memory.
 func webPod(name, cpu, memory string) *corev1.Pod {
