@@ -807,9 +807,21 @@ func Place(w Workload, m Model, seed uint64, c Cluster, duration, warmup time.Du
 			nodes[i] = &node{load: make([]float64, minutes)}
 		}
 		placed := 0
+		seenAt := map[string]float64{}
 		for i := range w.Pods {
 			pp := &w.Pods[i]
 			best, bestScore := -1, math.Inf(-1)
+			// seen is observed at this pod's arrival, each workload's computed once for all the
+			// candidate nodes' members.
+			clear(seenAt)
+			seen := func(wl string) float64 {
+				r, ok := seenAt[wl]
+				if !ok {
+					r = observed(wl, int(pp.Arrive/time.Minute), pol.Window)
+					seenAt[wl] = r
+				}
+				return r
+			}
 			for j, n := range nodes {
 				// Drop the pods gone by now.
 				kept := n.pods[:0]
@@ -825,12 +837,6 @@ func Place(w Workload, m Model, seed uint64, c Cluster, duration, warmup time.Du
 				if n.cpu+pp.CPU > c.CPU || n.mem+pp.Memory > c.Memory {
 					continue
 				}
-				members := make([]Member, 0, len(n.pods)+1)
-				for _, k := range n.pods {
-					members = append(members, Member{Workload: w.Pods[k].Workload, Request: float64(w.Pods[k].CPU)})
-				}
-				members = append(members, Member{Workload: pp.Workload, Request: float64(pp.CPU)})
-				comp, _ := compose(members, learned)
 				if pol.Clairvoyant {
 					from := int(pp.Arrive / time.Minute)
 					var add, sum float64
@@ -844,20 +850,26 @@ func Place(w Workload, m Model, seed uint64, c Cluster, duration, warmup time.Du
 					}
 					continue
 				}
+				members := make([]Member, 0, len(n.pods)+1)
+				for _, k := range n.pods {
+					members = append(members, Member{Workload: w.Pods[k].Workload, Request: float64(w.Pods[k].CPU)})
+				}
+				members = append(members, Member{Workload: pp.Workload, Request: float64(pp.CPU)})
+				comp, _ := compose(members, learned)
 				if pol.Marginal {
 					before, _ := compose(members[:len(members)-1], learned)
 					comp.Before = &before
 				}
 				if pol.Observed {
 					now := int(pp.Arrive / time.Minute)
-					own := observed(pp.Workload, now, pol.Window) * float64(pp.CPU)
+					own := seen(pp.Workload) * float64(pp.CPU)
 					comp.Mean = own
 					for _, k := range n.pods {
 						q := &w.Pods[k]
 						if from := int(q.Arrive / time.Minute); pol.PodNow && from < now && now-1-from < len(usage[k]) {
 							comp.Mean += usage[k][now-1-from]
 						} else {
-							comp.Mean += observed(q.Workload, now, pol.Window) * float64(q.CPU)
+							comp.Mean += seen(q.Workload) * float64(q.CPU)
 						}
 					}
 					if comp.Before != nil {
