@@ -151,7 +151,10 @@ func (a *Agent) generationOf(n *corev1.Node, c *call, at int32) int64 {
 // walk of every pod), or the call prints a table (want false). at is n's position in c.list
 // (-1: none).
 func (a *Agent) prepare(n *corev1.Node, e *nodeEntry, c *call, want bool, at int32) *prepared {
-	if !want || n.ResourceVersion == "" || (a.pods == nil && a.cluster != nil) {
+	// e.rv is n's resourceVersion (the memos give the entry read from n's version), read from
+	// the entry in hand rather than from n: on the path of a node prepared before, n itself is
+	// not read at all.
+	if !want || e.rv == "" || (a.pods == nil && a.cluster != nil) {
 		return nil
 	}
 	if a.maxAge > 0 && (e.in.cpu.measured || e.in.memory.measured) && e.in.stamp.freshness(c.now, a.maxAge).stale {

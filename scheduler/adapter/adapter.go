@@ -55,6 +55,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/kube-safe-scheduler/extender/framework"
@@ -453,7 +454,12 @@ func (l *nodeList) position(n *corev1.Node) (int32, bool) { return l.pos.get(l.s
 // PodsGenerationAt implements framework.NodeList: the generation of the NodeInfo at position
 // i, the one snapshotCluster.PodsGeneration finds by the node's name (the snapshot's list and
 // map hold the same NodeInfo objects, which kube-scheduler updates in place).
-func (l *nodeList) PodsGenerationAt(i int) int64 { return l.infos[i].GetGeneration() }
+func (l *nodeList) PodsGenerationAt(i int) int64 {
+	if c, ok := l.infos[i].(*schedframework.NodeInfo); ok {
+		return c.Generation
+	}
+	return l.infos[i].GetGeneration()
+}
 
 // positions returns the framework.Positions of the list's nodes lo..hi-1: the list's own for a
 // chunk of judgeChunk nodes (the last one shorter) or for the whole list, else a new one.
@@ -505,7 +511,7 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 	if l := c.list; l != nil && len(infos) == len(l.src) {
 		var changed []int
 		for i := 0; i < len(infos) && len(changed) <= maxPatched(len(infos)); i++ {
-			if infos[i].Node() != l.src[i] || infos[i] != l.infos[i] {
+			if infos[i] != l.infos[i] || nodeOf(infos[i]) != l.src[i] {
 				changed = append(changed, i)
 			}
 		}
@@ -532,6 +538,16 @@ func (a *Adapter) nodeList(infos []fwk.NodeInfo) (l *nodeList, cached bool) {
 	}
 	c.list = l
 	return l, true
+}
+
+// nodeOf returns ni's node, read from kube-scheduler's own NodeInfo type when ni is one (the
+// snapshot's are) rather than by a call through the interface: the per-pod check of the node
+// list reads one a node.
+func nodeOf(ni fwk.NodeInfo) *corev1.Node {
+	if c, ok := ni.(*schedframework.NodeInfo); ok {
+		return c.Node()
+	}
+	return ni.Node()
 }
 
 // maxPatched is how many positions of a list of n nodes patched copies rather than rebuilds:
